@@ -1,0 +1,109 @@
+//! Reading and writing the TOML file. Writes are atomic (temporary file, fsync, rename) and keep
+//! the previous version beside it as `NAME.prev`, so a crash mid-save leaves the old file.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::Config;
+
+/// Where the daemon looks for its configuration unless told otherwise.
+pub const DEFAULT_PATH: &str = "/etc/telebridge/telebridge.toml";
+
+/// Why a configuration file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be opened or read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
+    /// The file is not valid TOML or has unknown fields or wrong types.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the TOML parser said, with line and column.
+        message: String,
+    },
+}
+
+/// Reads and parses a configuration file (not yet validated: see [`Config::validate`]).
+pub fn load(path: &Path) -> Result<Config, LoadError> {
+    let text = fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.to_path_buf(), source })?;
+    toml::from_str(&text)
+        .map_err(|e| LoadError::Parse { path: path.to_path_buf(), message: e.to_string().trim_end().to_string() })
+}
+
+/// Writes `config` to `path` atomically and keeps the file it replaces as `path.prev`.
+pub fn save_atomic(path: &Path, config: &Config) -> io::Result<()> {
+    let text = toml::to_string_pretty(config).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let file_name =
+        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "config path has no file name"))?;
+    let tmp = dir.join(format!(".{}.tmp-{}", file_name.to_string_lossy(), std::process::id()));
+    {
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+    }
+    if path.exists() {
+        let prev = dir.join(format!("{}.prev", file_name.to_string_lossy()));
+        fs::copy(path, &prev)?;
+        File::open(&prev)?.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{OutputConfig, EXAMPLE_TOML};
+
+    #[test]
+    fn example_file_equals_defaults() {
+        let parsed: Config = toml::from_str(EXAMPLE_TOML).unwrap();
+        assert_eq!(parsed, Config::default());
+    }
+
+    #[test]
+    fn empty_file_is_defaults() {
+        assert_eq!(toml::from_str::<Config>("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_field_is_rejected_with_its_name() {
+        let err = toml::from_str::<Config>("[video]\nbitrate = 3000\n").unwrap_err().to_string();
+        assert!(err.contains("unknown field `bitrate`"), "{err}");
+    }
+
+    #[test]
+    fn save_then_load_round_trips_and_keeps_previous() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("telebridge.toml");
+        let mut c = Config::default();
+        save_atomic(&path, &c).unwrap();
+        c.video.bitrate_kbps = 6000;
+        c.outputs.push(OutputConfig::new("srt://:9000?mode=listener"));
+        save_atomic(&path, &c).unwrap();
+        assert_eq!(load(&path).unwrap(), c);
+        assert_eq!(load(&dir.path().join("telebridge.toml.prev")).unwrap(), Config::default());
+        let leftovers: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn missing_file_names_the_path() {
+        let err = load(Path::new("/nonexistent/telebridge.toml")).unwrap_err().to_string();
+        assert!(err.starts_with("cannot read /nonexistent/telebridge.toml"), "{err}");
+    }
+}

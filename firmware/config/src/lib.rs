@@ -1,0 +1,23 @@
+//! The Telebridge configuration: one serde model with defaults ([`Config`]), a validator that
+//! reports every problem at once ([`Config::validate`]) and turns the raw model into a
+//! [`ValidConfig`] (the only thing the rest of the firmware applies), parsers for the `srt://`
+//! URIs of the SRT ecosystem, and atomic load/save of the TOML file.
+//!
+//! This crate depends on serde only: no async runtime, no GStreamer.
+
+mod file;
+mod model;
+mod secret;
+mod source;
+mod srt_url;
+mod validate;
+
+pub use file::{load, save_atomic, LoadError, DEFAULT_PATH};
+pub use model::{AudioConfig, Config, OutputConfig, VideoConfig};
+pub use secret::Secret;
+pub use source::{AudioCodec, AudioSource, EncoderPreference, VideoSource};
+pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
+pub use validate::{FieldError, OutputSpec, ValidConfig, ValidationErrors};
+
+/// The example configuration shipped in the repository; it equals [`Config::default`].
+pub const EXAMPLE_TOML: &str = include_str!("../telebridge.example.toml");

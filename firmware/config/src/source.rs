@@ -1,0 +1,123 @@
+//! Where the picture and sound come from, and which encoder makes H.264 of them.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// The video source (`video.source`, `--source`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VideoSource {
+    /// A moving test pattern with a machine-readable timecode burnt into every frame.
+    Test,
+    /// A V4L2 capture device: TC358743 HDMI bridge, USB capture dongle or UVC camera.
+    V4l2 {
+        /// The device node, e.g. `/dev/video0`.
+        device: PathBuf,
+    },
+    /// A Raspberry Pi camera through libcamera (`libcamerasrc`).
+    Libcamera,
+}
+
+impl VideoSource {
+    /// Parses `test`, `v4l2:/dev/videoN` or `libcamera`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "test" => Ok(VideoSource::Test),
+            "libcamera" => Ok(VideoSource::Libcamera),
+            _ => match s.strip_prefix("v4l2:") {
+                Some(dev) if dev.starts_with('/') => Ok(VideoSource::V4l2 { device: PathBuf::from(dev) }),
+                _ => Err(format!("{s:?} is not one of test, v4l2:/dev/videoN, libcamera")),
+            },
+        }
+    }
+}
+
+impl fmt::Display for VideoSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VideoSource::Test => f.write_str("test"),
+            VideoSource::V4l2 { device } => write!(f, "v4l2:{}", device.display()),
+            VideoSource::Libcamera => f.write_str("libcamera"),
+        }
+    }
+}
+
+/// The audio source (`audio.source`, `--audio-source`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AudioSource {
+    /// A test tone.
+    Test,
+    /// An ALSA capture device: `hw:CARD=tc358743` for the HDMI bridge's I2S, or a USB card.
+    Alsa {
+        /// The ALSA device name as `arecord -D` takes it.
+        device: String,
+    },
+}
+
+impl AudioSource {
+    /// Parses `test` or `alsa:DEVICE`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "test" => Ok(AudioSource::Test),
+            _ => match s.strip_prefix("alsa:") {
+                Some(dev) if !dev.is_empty() => Ok(AudioSource::Alsa { device: dev.to_string() }),
+                _ => Err(format!("{s:?} is not one of test, alsa:DEVICE (e.g. alsa:hw:CARD=tc358743)")),
+            },
+        }
+    }
+}
+
+impl fmt::Display for AudioSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AudioSource::Test => f.write_str("test"),
+            AudioSource::Alsa { device } => write!(f, "alsa:{device}"),
+        }
+    }
+}
+
+/// The audio codec (`audio.codec`, `--audio`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AudioCodec {
+    /// AAC-LC at 48 kHz.
+    Aac,
+    /// No audio track.
+    None,
+}
+
+impl AudioCodec {
+    /// Parses `aac` or `none`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "aac" => Ok(AudioCodec::Aac),
+            "none" => Ok(AudioCodec::None),
+            _ => Err(format!("{s:?} is not one of aac, none")),
+        }
+    }
+}
+
+/// Which H.264 encoder to use (`video.encoder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncoderPreference {
+    /// Choose at run time from what exists and works: `v4l2h264enc` on a Pi 0-4, else `x264enc`,
+    /// else `openh264enc`.
+    Auto,
+    /// The Pi's hardware encoder through V4L2 (bcm2835-codec).
+    V4l2h264enc,
+    /// x264 in software.
+    X264enc,
+    /// Cisco's openh264 in software.
+    Openh264enc,
+}
+
+impl EncoderPreference {
+    /// Parses `auto`, `v4l2h264enc`, `x264enc` or `openh264enc`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "v4l2h264enc" => Ok(Self::V4l2h264enc),
+            "x264enc" => Ok(Self::X264enc),
+            "openh264enc" => Ok(Self::Openh264enc),
+            _ => Err(format!("{s:?} is not one of auto, v4l2h264enc, x264enc, openh264enc")),
+        }
+    }
+}
