@@ -1,0 +1,25 @@
+//! Telebridge's GStreamer pipelines: sources (test pattern, V4L2 capture, libcamera, ALSA),
+//! the run-time choice of H.264 encoder, the burnt-in timecode, and the encoder pipeline that
+//! hands MPEG-TS to any number of outputs.
+
+pub mod capture_device;
+pub mod encoder_choice;
+pub mod encoder_pipeline;
+mod error;
+pub mod platform;
+pub mod timecode;
+
+pub use encoder_choice::{choose_encoder, EncoderChoice, EncoderKind};
+pub use encoder_pipeline::{probe_encoder, EncoderCounters, EncoderPipeline, EncoderSettings, TsConsumerId};
+pub use error::{make, MediaError};
+pub use platform::Platform;
+
+/// Initialises GStreamer once per process.
+pub fn init() -> Result<(), MediaError> {
+    gst::init().map_err(|e| MediaError::Gst(e.to_string()))
+}
+
+/// Whether GStreamer has an element factory of this name.
+pub fn has_element(name: &str) -> bool {
+    gst::ElementFactory::find(name).is_some()
+}
