@@ -24,6 +24,7 @@ const KNOWN_OPTIONS: &[&str] = &[
     "inputbw",
     "oheadbw",
     "conntimeo",
+    "peeridletimeo",
     "adapter",
     "localport",
 ];
@@ -97,6 +98,9 @@ pub struct SrtUrl {
     pub overhead_bw_pct: Option<u32>,
     /// How long a caller waits for the handshake (`SRTO_CONNTIMEO`).
     pub connect_timeout: Option<Duration>,
+    /// How long without a packet from the peer before the connection counts as broken
+    /// (`SRTO_PEERIDLETIMEO`); `None` = the output's default.
+    pub peer_idle_timeout: Option<Duration>,
     /// Local address to bind (`adapter` in srt-live-transmit).
     pub local_address: Option<String>,
     /// Local port to bind (rendezvous; caller from a fixed port).
@@ -187,6 +191,7 @@ impl SrtUrl {
             input_bw_bytes_per_s: None,
             overhead_bw_pct: None,
             connect_timeout: None,
+            peer_idle_timeout: None,
             local_address: None,
             local_port: None,
         };
@@ -261,6 +266,15 @@ impl SrtUrl {
                             parse_num(&value, "conntimeo", 100, 60_000, "a time 100-60000 ms")? as u64
                         ))
                 }
+                "peeridletimeo" => {
+                    url.peer_idle_timeout = Some(Duration::from_millis(parse_num(
+                        &value,
+                        "peeridletimeo",
+                        500,
+                        60_000,
+                        "a time 500-60000 ms",
+                    )? as u64))
+                }
                 "adapter" => url.local_address = Some(value),
                 "localport" => {
                     url.local_port = Some(parse_num(&value, "localport", 1, 65535, "a port 1-65535")? as u16)
@@ -308,6 +322,9 @@ impl SrtUrl {
         }
         if let Some(v) = self.connect_timeout {
             s.push_str(&format!("&conntimeo={}", v.as_millis()));
+        }
+        if let Some(v) = self.peer_idle_timeout {
+            s.push_str(&format!("&peeridletimeo={}", v.as_millis()));
         }
         if let Some(v) = &self.local_address {
             s.push_str(&format!("&adapter={}", percent_encode(v)));
@@ -496,7 +513,7 @@ mod tests {
                 mode: if listener { SrtMode::Listener } else { SrtMode::Caller },
                 latency: Some(Duration::from_millis(latency)), passphrase: None, key_length: None,
                 stream_id: (!sid.is_empty()).then(|| sid.clone()), max_bw_bytes_per_s: None,
-                input_bw_bytes_per_s: None, overhead_bw_pct: None, connect_timeout: None,
+                input_bw_bytes_per_s: None, overhead_bw_pct: None, connect_timeout: None, peer_idle_timeout: None,
                 local_address: None, local_port: None,
             };
             let again = SrtUrl::parse(&url.uri_without_secret()).unwrap();

@@ -106,7 +106,11 @@ pub fn classify(info: &DeviceInfo) -> CaptureKind {
 /// Chooses the capture format for a wanted size and rate. For the HDMI bridge the format follows
 /// the incoming signal's timings (`dv`); for USB devices it prefers raw YUYV when it reaches the
 /// wanted rate at that size and MJPEG otherwise (USB 2 carries 1080p YUYV at only about 5 fps).
-pub fn plan_capture(info: &DeviceInfo, want: (u32, u32, u32), dv: Option<DvTimings>) -> Result<CapturePlan, CaptureError> {
+pub fn plan_capture(
+    info: &DeviceInfo,
+    want: (u32, u32, u32),
+    dv: Option<DvTimings>,
+) -> Result<CapturePlan, CaptureError> {
     let path = info.path.display().to_string();
     if !info.can_capture {
         return Err(CaptureError::NotCapture(path, info.driver.clone()));
@@ -133,9 +137,11 @@ pub fn plan_capture(info: &DeviceInfo, want: (u32, u32, u32), dv: Option<DvTimin
     }
     let (w, h, fps) = want;
     let reaches = |fourcc: &str| {
-        info.formats.iter().filter(|f| f.fourcc == fourcc).flat_map(|f| f.modes.iter()).any(|(mw, mh, rates)| {
-            *mw == w && *mh == h && rates.iter().any(|r| *r + 0.5 >= f64::from(fps))
-        })
+        info.formats
+            .iter()
+            .filter(|f| f.fourcc == fourcc)
+            .flat_map(|f| f.modes.iter())
+            .any(|(mw, mh, rates)| *mw == w && *mh == h && rates.iter().any(|r| *r + 0.5 >= f64::from(fps)))
     };
     let (format, jpeg) = if reaches("YUYV") {
         ("video/x-raw,format=YUY2", false)
@@ -207,14 +213,20 @@ const VIDIOC_QUERY_DV_TIMINGS: u64 = ioc(IOC_READ, 99);
 pub fn query_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     let dev = v4l::Device::with_path(path)?;
     let fd = dev.handle().fd();
-    let mut raw: v4l::v4l_sys::v4l2_dv_timings = v4l::v4l_sys::v4l2_dv_timings { type_: 0, __bindgen_anon_1: unsafe_zeroed_union() };
+    let mut raw: v4l::v4l_sys::v4l2_dv_timings =
+        v4l::v4l_sys::v4l2_dv_timings { type_: 0, __bindgen_anon_1: unsafe_zeroed_union() };
     #[allow(unsafe_code)]
     // SAFETY: `raw` is a properly sized and aligned v4l2_dv_timings that outlives the call; the
     // request code is computed from that same struct's size, so the kernel writes within it.
     let result = unsafe { v4l::v4l2::ioctl(fd, VIDIOC_QUERY_DV_TIMINGS as _, &mut raw as *mut _ as *mut c_void) };
     match result {
         Ok(()) => {}
-        Err(e) if matches!(e.raw_os_error(), Some(libc_errno::ENOLINK) | Some(libc_errno::ENOLCK) | Some(libc_errno::ERANGE)) => {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc_errno::ENOLINK) | Some(libc_errno::ENOLCK) | Some(libc_errno::ERANGE)
+            ) =>
+        {
             return Ok(None)
         }
         Err(e) => return Err(e),
@@ -235,7 +247,8 @@ pub fn query_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
 pub fn apply_queried_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     let dev = v4l::Device::with_path(path)?;
     let fd = dev.handle().fd();
-    let mut raw: v4l::v4l_sys::v4l2_dv_timings = v4l::v4l_sys::v4l2_dv_timings { type_: 0, __bindgen_anon_1: unsafe_zeroed_union() };
+    let mut raw: v4l::v4l_sys::v4l2_dv_timings =
+        v4l::v4l_sys::v4l2_dv_timings { type_: 0, __bindgen_anon_1: unsafe_zeroed_union() };
     #[allow(unsafe_code)]
     // SAFETY: as in `query_dv_timings`: a valid, correctly sized struct for both ioctls.
     let queried = unsafe { v4l::v4l2::ioctl(fd, VIDIOC_QUERY_DV_TIMINGS as _, &mut raw as *mut _ as *mut c_void) };
@@ -271,8 +284,14 @@ mod tests {
             card: "USB Video: USB Video".into(),
             can_capture: true,
             formats: vec![
-                FormatInfo { fourcc: "MJPG".into(), modes: vec![(1920, 1080, vec![30.0]), (1280, 720, vec![60.0, 30.0])] },
-                FormatInfo { fourcc: "YUYV".into(), modes: vec![(1920, 1080, vec![5.0]), (1280, 720, vec![10.0]), (640, 480, vec![30.0])] },
+                FormatInfo {
+                    fourcc: "MJPG".into(),
+                    modes: vec![(1920, 1080, vec![30.0]), (1280, 720, vec![60.0, 30.0])],
+                },
+                FormatInfo {
+                    fourcc: "YUYV".into(),
+                    modes: vec![(1920, 1080, vec![5.0]), (1280, 720, vec![10.0]), (640, 480, vec![30.0])],
+                },
             ],
         }
     }
@@ -283,7 +302,10 @@ mod tests {
             driver: "unicam".into(),
             card: "unicam".into(),
             can_capture: true,
-            formats: vec![FormatInfo { fourcc: "RGB3".into(), modes: vec![] }, FormatInfo { fourcc: "UYVY".into(), modes: vec![] }],
+            formats: vec![
+                FormatInfo { fourcc: "RGB3".into(), modes: vec![] },
+                FormatInfo { fourcc: "UYVY".into(), modes: vec![] },
+            ],
         }
     }
 

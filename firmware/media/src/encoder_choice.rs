@@ -110,7 +110,12 @@ pub fn choose_encoder(
 mod tests {
     use super::*;
 
-    fn pick(pref: EncoderPreference, model: Option<&str>, elements: &[&str], broken: &[EncoderKind]) -> Result<EncoderChoice, NoEncoder> {
+    fn pick(
+        pref: EncoderPreference,
+        model: Option<&str>,
+        elements: &[&str],
+        broken: &[EncoderKind],
+    ) -> Result<EncoderChoice, NoEncoder> {
         let platform = Platform { model: model.map(str::to_string) };
         choose_encoder(pref, &platform, &|e| elements.contains(&e), &mut |k| {
             if broken.contains(&k) {
@@ -138,7 +143,11 @@ mod tests {
     fn pi4_with_a_broken_hardware_encoder_falls_back_to_x264_and_says_why() {
         let c = pick(EncoderPreference::Auto, PI4, PI4_ELEMENTS, &[EncoderKind::V4l2h264enc]).unwrap();
         assert_eq!(c.kind, EncoderKind::X264enc);
-        assert!(c.reason.contains("v4l2h264enc is installed but does not work: Failed enabling i/p port"), "{}", c.reason);
+        assert!(
+            c.reason.contains("v4l2h264enc is installed but does not work: Failed enabling i/p port"),
+            "{}",
+            c.reason
+        );
     }
 
     #[test]
@@ -166,7 +175,10 @@ mod tests {
     fn nothing_usable_lists_every_candidate() {
         let err = pick(EncoderPreference::Auto, PI4, &["v4l2h264enc"], &[EncoderKind::V4l2h264enc]).unwrap_err();
         assert_eq!(err.tried.len(), 3);
-        assert!(err.to_string().starts_with("no usable H.264 encoder: v4l2h264enc is installed but does not work"), "{err}");
+        assert!(
+            err.to_string().starts_with("no usable H.264 encoder: v4l2h264enc is installed but does not work"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -178,12 +178,15 @@ impl EncoderPipeline {
             .build();
         let raw_filter = gst::ElementFactory::make("capsfilter").property("caps", &raw_caps).build()?;
         let encoder = build_encoder(settings)?;
-        let enc_caps = gst::ElementFactory::make("capsfilter").property("caps", encoder_output_caps(settings)).build()?;
+        let enc_caps =
+            gst::ElementFactory::make("capsfilter").property("caps", encoder_output_caps(settings)).build()?;
         let parse = gst::ElementFactory::make("h264parse").property("config-interval", -1i32).build()?;
-        let h264_caps = gst::Caps::builder("video/x-h264").field("stream-format", "byte-stream").field("alignment", "au").build();
+        let h264_caps =
+            gst::Caps::builder("video/x-h264").field("stream-format", "byte-stream").field("alignment", "au").build();
         let h264_filter = gst::ElementFactory::make("capsfilter").property("caps", &h264_caps).build()?;
         let mux = gst::ElementFactory::make("mpegtsmux").name("mux").property("alignment", 7i32).build()?;
-        let appsink = gst_app::AppSink::builder().name("ts").sync(false).async_(false).max_buffers(64).drop(true).build();
+        let appsink =
+            gst_app::AppSink::builder().name("ts").sync(false).async_(false).max_buffers(64).drop(true).build();
 
         let chain = [&queue, &convert, &scale, &rate, &raw_filter, &encoder, &enc_caps, &parse, &h264_filter];
         pipeline.add_many(chain)?;
@@ -266,6 +269,25 @@ impl EncoderPipeline {
         }
     }
 
+    /// A handle that requests a keyframe (at most one every 250 ms), for outputs to call when a
+    /// peer joins. Holds only a weak reference to the encoder.
+    pub fn keyframe_requester(&self) -> Arc<dyn Fn() + Send + Sync> {
+        let encoder = self.encoder.downgrade();
+        let last = Mutex::new(None::<std::time::Instant>);
+        Arc::new(move || {
+            let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+            if last.is_some_and(|t| t.elapsed() < Duration::from_millis(250)) {
+                return;
+            }
+            *last = Some(std::time::Instant::now());
+            if let Some(pad) = encoder.upgrade().and_then(|e| e.static_pad("src")) {
+                let event = gst_video::UpstreamForceKeyUnitEvent::builder().all_headers(true).build();
+                let sent = pad.send_event(event);
+                debug!(sent, "keyframe requested");
+            }
+        })
+    }
+
     /// The pipeline's bus, to watch for errors.
     pub fn bus(&self) -> Option<gst::Bus> {
         self.pipeline.bus()
@@ -325,7 +347,8 @@ fn add_video_source(
         VideoSource::V4l2 { device } => {
             let info = capture_device::probe(device)?;
             let dv = if capture_device::classify(&info) == CaptureKind::HdmiBridge {
-                capture_device::apply_queried_dv_timings(device).map_err(|e| MediaError::Gst(format!("{}: {e}", device.display())))?
+                capture_device::apply_queried_dv_timings(device)
+                    .map_err(|e| MediaError::Gst(format!("{}: {e}", device.display())))?
             } else {
                 None
             };
@@ -337,7 +360,8 @@ fn add_video_source(
                 .property_from_str("io-mode", "dmabuf")
                 .build()
                 .map_err(|_| MediaError::ElementMissing { element: "v4l2src", package: "gstreamer1.0-plugins-good" })?;
-            let caps = gst::Caps::from_str(&plan.caps).map_err(|e| MediaError::Gst(format!("caps {}: {e}", plan.caps)))?;
+            let caps =
+                gst::Caps::from_str(&plan.caps).map_err(|e| MediaError::Gst(format!("caps {}: {e}", plan.caps)))?;
             let filter = gst::ElementFactory::make("capsfilter").property("caps", &caps).build()?;
             pipeline.add_many([&src, &filter])?;
             src.link(&filter)?;
@@ -359,10 +383,9 @@ fn add_video_source(
             Ok((tail, Some(plan)))
         }
         VideoSource::Libcamera => {
-            let src = gst::ElementFactory::make("libcamerasrc")
-                .name("video-source")
-                .build()
-                .map_err(|_| MediaError::ElementMissing { element: "libcamerasrc", package: "gstreamer1.0-libcamera" })?;
+            let src = gst::ElementFactory::make("libcamerasrc").name("video-source").build().map_err(|_| {
+                MediaError::ElementMissing { element: "libcamerasrc", package: "gstreamer1.0-libcamera" }
+            })?;
             let caps = gst::Caps::builder("video/x-raw")
                 .field("width", s.width as i32)
                 .field("height", s.height as i32)
@@ -466,7 +489,12 @@ fn encoder_output_caps(s: &EncoderSettings) -> gst::Caps {
     b.build()
 }
 
-fn add_audio(pipeline: &gst::Pipeline, s: &EncoderSettings, mux: &gst::Element, counters: &Arc<EncoderCounters>) -> Result<(), MediaError> {
+fn add_audio(
+    pipeline: &gst::Pipeline,
+    s: &EncoderSettings,
+    mux: &gst::Element,
+    counters: &Arc<EncoderCounters>,
+) -> Result<(), MediaError> {
     let src = match &s.audio_source {
         AudioSource::Test => gst::ElementFactory::make("audiotestsrc")
             .name("audio-source")
@@ -490,7 +518,7 @@ fn add_audio(pipeline: &gst::Pipeline, s: &EncoderSettings, mux: &gst::Element, 
     let aac = if crate::has_element("fdkaacenc") {
         gst::ElementFactory::make("fdkaacenc").property("bitrate", (s.audio_bitrate_kbps * 1000) as i32).build()?
     } else if crate::has_element("avenc_aac") {
-        gst::ElementFactory::make("avenc_aac").property("bitrate", i64::from(s.audio_bitrate_kbps * 1000)).build()?
+        gst::ElementFactory::make("avenc_aac").property("bitrate", (s.audio_bitrate_kbps * 1000) as i32).build()?
     } else {
         gst::ElementFactory::make("voaacenc")
             .property("bitrate", (s.audio_bitrate_kbps * 1000) as i32)
@@ -539,7 +567,8 @@ pub fn probe_encoder(kind: EncoderKind) -> Result<(), String> {
         gst::Element::link_many(chain)?;
         pipeline.set_state(gst::State::Playing)?;
         let bus = pipeline.bus().ok_or_else(|| MediaError::Gst("no bus".into()))?;
-        let msg = bus.timed_pop_filtered(gst::ClockTime::from_seconds(2), &[gst::MessageType::Eos, gst::MessageType::Error]);
+        let msg =
+            bus.timed_pop_filtered(gst::ClockTime::from_seconds(2), &[gst::MessageType::Eos, gst::MessageType::Error]);
         let _ = pipeline.set_state(gst::State::Null);
         match msg.as_ref().map(|m| m.view()) {
             Some(gst::MessageView::Eos(_)) => Ok(()),

@@ -10,7 +10,7 @@ pub mod platform;
 pub mod timecode;
 
 pub use encoder_choice::{choose_encoder, EncoderChoice, EncoderKind};
-pub use encoder_pipeline::{probe_encoder, EncoderCounters, EncoderPipeline, EncoderSettings, TsConsumerId};
+pub use encoder_pipeline::{probe_encoder, EncoderCounters, EncoderPipeline, EncoderSettings, TsConsumerId, TsFanout};
 pub use error::{make, MediaError};
 pub use platform::Platform;
 

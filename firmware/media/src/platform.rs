@@ -39,7 +39,10 @@ impl Platform {
         if !model.starts_with("Raspberry Pi") {
             return None;
         }
-        if model.starts_with("Raspberry Pi 5") || model.starts_with("Raspberry Pi Compute Module 5") || model.starts_with("Raspberry Pi 500") {
+        if model.starts_with("Raspberry Pi 5")
+            || model.starts_with("Raspberry Pi Compute Module 5")
+            || model.starts_with("Raspberry Pi 500")
+        {
             Some(PiFamily::Pi5)
         } else {
             Some(PiFamily::WithH264Codec)

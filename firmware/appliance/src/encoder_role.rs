@@ -1,0 +1,177 @@
+//! The encoder role: capture, encode once, send to every output, report once a second.
+//!
+//! Outputs live beside the pipeline, fed through its TS fan-out: when an HDMI source changes
+//! format only the pipeline is rebuilt and the outputs keep their connections.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use telebridge_config::{OutputSpec, ValidConfig};
+use telebridge_media::capture_device::{self, CaptureKind};
+use telebridge_media::{
+    choose_encoder, probe_encoder, EncoderChoice, EncoderPipeline, EncoderSettings, Platform, TsFanout,
+};
+use telebridge_srt::SrtOutput;
+use tracing::{error, info, warn};
+
+use crate::stats::{EncoderMeter, StatsSample, Summary};
+use crate::AppError;
+
+/// How to run.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Stop after this long; `None` runs until the shutdown future completes.
+    pub duration: Option<Duration>,
+    /// Called with each one-second sample.
+    pub on_sample: Option<Arc<dyn Fn(&StatsSample) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions").field("duration", &self.duration).finish_non_exhaustive()
+    }
+}
+
+/// Picks the encoder for this machine and logs the choice and why.
+pub fn select_encoder(config: &ValidConfig) -> Result<EncoderChoice, AppError> {
+    let platform = Platform::detect();
+    let choice = choose_encoder(config.encoder, &platform, &telebridge_media::has_element, &mut probe_encoder)
+        .map_err(|e| AppError::BadInput(e.to_string()))?;
+    info!(encoder = %choice.kind, reason = %choice.reason, "H.264 encoder chosen");
+    Ok(choice)
+}
+
+/// Runs the encoder role until `duration` elapses or `shutdown` completes; returns the summary.
+pub async fn run_encoder(
+    config: ValidConfig,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Summary, AppError> {
+    telebridge_media::init()?;
+    telebridge_srt::install_log_hook();
+    let choice = select_encoder(&config)?;
+    let settings = EncoderSettings::from_config(&config, choice);
+    let fanout = TsFanout::default();
+    let mut pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
+
+    // About one second of stream per output queue.
+    let queue_bytes =
+        (u64::from(config.raw.video.bitrate_kbps + config.raw.audio.bitrate_kbps) * 1000 / 8).max(256 * 1024);
+    // Outputs ask for a keyframe when a peer joins; the slot is refilled when the pipeline is
+    // rebuilt after a source change.
+    let keyframe_slot = Arc::new(std::sync::Mutex::new(pipeline.keyframe_requester()));
+    let keyframe_proxy: Arc<dyn Fn() + Send + Sync> = {
+        let slot = keyframe_slot.clone();
+        Arc::new(move || {
+            let request = slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            request();
+        })
+    };
+    let mut outputs: Vec<Arc<SrtOutput>> = Vec::new();
+    for (name, spec) in &config.outputs {
+        match spec {
+            OutputSpec::Srt(url) => {
+                let out = SrtOutput::start(name.clone(), url.clone(), queue_bytes, keyframe_proxy.clone())
+                    .map_err(|e| AppError::BadInput(e.to_string()))?;
+                let out = Arc::new(out);
+                let o = out.clone();
+                fanout.add(move |buf| o.push(buf));
+                info!(output = %url, "output added");
+                outputs.push(out);
+            }
+        }
+    }
+    pipeline.start()?;
+    let started = Instant::now();
+    info!(outputs = outputs.len(), "encoder running");
+
+    let mut meter = EncoderMeter::default();
+    let mut last_sample = Instant::now();
+    let mut dv = match pipeline.capture_plan() {
+        Some(p) if p.kind == CaptureKind::HdmiBridge => Some(hdmi_timings(&config)),
+        _ => None,
+    };
+    tokio::pin!(shutdown);
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut failure: Option<AppError> = None;
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => { info!("stopping on request"); break; }
+            _ = tick.tick() => {}
+        }
+        if options.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        if let Some(err) = pipeline_error(&pipeline) {
+            error!(%err, "encoder pipeline failed");
+            failure = Some(err);
+            break;
+        }
+        if last_sample.elapsed() >= Duration::from_secs(1) {
+            let interval = last_sample.elapsed();
+            last_sample = Instant::now();
+            let sample = StatsSample {
+                t: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+                encoder: meter.sample(settings.encoder.kind.element(), &pipeline.counters(), interval),
+                outputs: outputs.iter().map(|o| o.status().borrow().clone()).collect(),
+            };
+            if let Some(cb) = &options.on_sample {
+                cb(&sample);
+            }
+            // An HDMI source that changes format: re-apply its timings and rebuild the capture.
+            if let Some(previous) = dv {
+                let now = hdmi_timings(&config);
+                if now != previous {
+                    warn!(before = ?previous, after = ?now, "HDMI input changed; rebuilding the capture pipeline");
+                    pipeline.stop(Duration::from_millis(200));
+                    drop(pipeline);
+                    pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
+                    *keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
+                    pipeline.start()?;
+                    dv = Some(hdmi_timings(&config));
+                }
+            }
+        }
+    }
+    pipeline.stop(Duration::from_secs(2));
+    let elapsed = started.elapsed();
+    let counters = pipeline.counters();
+    let mut encoder = EncoderMeter::default().sample(settings.encoder.kind.element(), &counters, elapsed);
+    encoder.frames_encoded = counters.frames_encoded.load(std::sync::atomic::Ordering::Relaxed);
+    let summary_outputs = outputs.iter().map(|o| o.status().borrow().clone()).collect();
+    drop(fanout);
+    for o in outputs {
+        if let Ok(o) = Arc::try_unwrap(o) {
+            o.stop();
+        }
+    }
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    Ok(Summary { duration_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0, encoder, outputs: summary_outputs })
+}
+
+fn hdmi_timings(config: &ValidConfig) -> Option<capture_device::DvTimings> {
+    match &config.video_source {
+        telebridge_config::VideoSource::V4l2 { device } => capture_device::query_dv_timings(device).ok().flatten(),
+        _ => None,
+    }
+}
+
+fn pipeline_error(pipeline: &EncoderPipeline) -> Option<AppError> {
+    let bus = pipeline.bus()?;
+    while let Some(msg) = bus.pop() {
+        if let gst::MessageView::Error(err) = msg.view() {
+            let e = telebridge_media::MediaError::from_bus_error(err);
+            // A capture device that disappears or is busy is the user's to fix.
+            let text = e.to_string();
+            return Some(if text.contains("video-source") {
+                AppError::BadInput(text)
+            } else {
+                AppError::Runtime(text)
+            });
+        }
+    }
+    None
+}

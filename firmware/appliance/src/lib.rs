@@ -1,0 +1,10 @@
+//! The orchestrator: the only crate that knows every component. It wires the encoder pipeline
+//! (media) to SRT outputs (srt) and publishes statistics.
+
+pub mod encoder_role;
+mod error;
+pub mod stats;
+
+pub use encoder_role::{run_encoder, select_encoder, RunOptions};
+pub use error::AppError;
+pub use stats::{EncoderStats, StatsSample, Summary};

@@ -1,0 +1,13 @@
+//! SRT for Telebridge, through libsrt (the reference implementation) inside GStreamer's
+//! `srtsink`/`srtsrc`: element options from [`telebridge_config::SrtUrl`], statistics,
+//! the reconnect policy and the reasons libsrt gives when it rejects a connection.
+
+pub mod backoff;
+pub mod output;
+pub mod reject;
+pub mod stats;
+
+pub use backoff::Backoff;
+pub use output::{OutputState, OutputStatus, SrtOutput};
+pub use reject::{install_log_hook, RejectReason};
+pub use stats::SrtStats;

@@ -1,0 +1,365 @@
+//! One SRT output: `appsrc ! srtsink`, in a pipeline and a thread of its own.
+//!
+//! The encoder hands it TS buffers with [`SrtOutput::push`], which never blocks: the `appsrc` is
+//! a bounded queue that drops its oldest data when the link cannot keep up. The thread owns the
+//! pipeline, watches its bus and statistics, publishes an [`OutputStatus`] on a `watch`, and when
+//! the connection fails it retries with capped backoff without touching the encoder.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use gst::prelude::*;
+use serde::Serialize;
+use telebridge_config::{SrtMode, SrtUrl};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::reject::rejected_since;
+use crate::{Backoff, SrtStats};
+
+/// Where an output is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputState {
+    /// Calling the peer (caller, rendezvous).
+    Connecting,
+    /// Listening, no caller yet.
+    Listening,
+    /// Connected and sending (for a listener: at least one caller).
+    Live,
+    /// The last attempt failed; waiting before the next (see `reason`).
+    Retrying,
+    /// Stopped on request.
+    Stopped,
+}
+
+/// What an output reports: state, reason when not live, counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputStatus {
+    /// The output's name.
+    pub name: String,
+    /// Its URL without secrets.
+    pub url: String,
+    /// Current state.
+    pub state: OutputState,
+    /// Why it is not live, in words (e.g. "passphrase rejected: ...").
+    pub reason: Option<String>,
+    /// Reconnects so far.
+    pub reconnects: u32,
+    /// Connected callers (listener) or 0/1.
+    pub callers: usize,
+    /// Counters summed over connections.
+    pub srt: SrtStats,
+    /// Per-caller counters in listener mode: (address, stats).
+    pub per_caller: Vec<(String, SrtStats)>,
+    /// The last rejected caller's reason, in listener mode.
+    pub last_rejection: Option<String>,
+    /// Buffers dropped at this output's queue because the link could not keep up.
+    pub queue_dropped: u64,
+}
+
+/// Why an output could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// `srtsink` is missing.
+    #[error("GStreamer element srtsink is missing: install gstreamer1.0-plugins-bad")]
+    NoSrtSink,
+    /// GStreamer refused to build the pipeline.
+    #[error("GStreamer: {0}")]
+    Gst(String),
+}
+
+enum Command {
+    Stop,
+}
+
+/// A running SRT output.
+#[derive(Debug)]
+pub struct SrtOutput {
+    name: String,
+    appsrc: gst_app::AppSrc,
+    queue_bytes: u64,
+    dropped: Arc<AtomicU64>,
+    commands: mpsc::Sender<Command>,
+    status: watch::Receiver<OutputStatus>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The libsrt peer idle timeout when the URL does not set one: a dead receiver is noticed in
+/// 2 s (libsrt's default is 5 s), or twice the latency if that is longer.
+fn default_peer_idle(url: &SrtUrl) -> Duration {
+    let latency = url.latency.unwrap_or(Duration::from_millis(120));
+    (latency * 2).max(Duration::from_secs(2))
+}
+
+impl SrtOutput {
+    /// Starts an output. `queue_bytes` bounds its queue (about a second of stream is right);
+    /// `on_peer_joined` is called when a peer connects, to ask the encoder for a keyframe.
+    pub fn start(
+        name: String,
+        url: SrtUrl,
+        queue_bytes: u64,
+        on_peer_joined: Arc<dyn Fn() + Send + Sync>,
+    ) -> Result<Self, OutputError> {
+        let pipeline = gst::Pipeline::with_name(&format!("output-{name}"));
+        let caps = gst::Caps::builder("video/mpegts").field("systemstream", true).field("packetsize", 188i32).build();
+        let appsrc = gst_app::AppSrc::builder()
+            .name("ts-in")
+            .caps(&caps)
+            .format(gst::Format::Time)
+            .is_live(true)
+            .block(false)
+            .max_bytes(queue_bytes)
+            .leaky_type(gst_app::AppLeakyType::Downstream)
+            .build();
+        let mut uri = url.uri_without_secret();
+        if url.peer_idle_timeout.is_none() {
+            uri.push_str(&format!("&peeridletimeo={}", default_peer_idle(&url).as_millis()));
+        }
+        let sink = gst::ElementFactory::make("srtsink")
+            .name("srt")
+            .property("uri", &uri)
+            .property("auto-reconnect", false)
+            .property("wait-for-connection", false)
+            .property("sync", false)
+            .property("async", false)
+            .build()
+            .map_err(|_| OutputError::NoSrtSink)?;
+        if let Some(pass) = &url.passphrase {
+            sink.set_property("passphrase", pass.expose());
+        }
+        if url.mode == SrtMode::Listener {
+            let cb = on_peer_joined.clone();
+            sink.connect("caller-added", false, move |_| {
+                cb();
+                None
+            });
+        }
+        pipeline.add_many([appsrc.upcast_ref(), &sink]).map_err(|e| OutputError::Gst(e.to_string()))?;
+        appsrc.link(&sink).map_err(|e| OutputError::Gst(e.to_string()))?;
+
+        let initial = OutputStatus {
+            name: name.clone(),
+            url: url.to_string(),
+            state: if url.mode == SrtMode::Listener { OutputState::Listening } else { OutputState::Connecting },
+            reason: None,
+            reconnects: 0,
+            callers: 0,
+            srt: SrtStats::default(),
+            per_caller: Vec::new(),
+            last_rejection: None,
+            queue_dropped: 0,
+        };
+        let (status_tx, status_rx) = watch::channel(initial);
+        let (cmd_tx, cmd_rx) = mpsc::channel();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let worker = Worker {
+            pipeline,
+            sink,
+            appsrc: appsrc.clone(),
+            url,
+            status: status_tx,
+            commands: cmd_rx,
+            on_peer_joined,
+            backoff: Backoff::default(),
+            dropped: dropped.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("srt-out-{name}"))
+            .spawn(move || worker.run())
+            .map_err(|e| OutputError::Gst(e.to_string()))?;
+        Ok(Self { name, appsrc, queue_bytes, dropped, commands: cmd_tx, status: status_rx, thread: Some(thread) })
+    }
+
+    /// Hands the output one TS buffer. Never blocks; dropped when the output is not connected
+    /// or its queue is full.
+    pub fn push(&self, buffer: &gst::Buffer) {
+        if self.appsrc.current_level_bytes() + buffer.size() as u64 > self.queue_bytes {
+            // The leaky queue is about to drop its oldest buffer: the link is not keeping up.
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        let _ = self.appsrc.push_buffer(buffer.clone());
+    }
+
+    /// The output's status, updated a few times a second.
+    pub fn status(&self) -> watch::Receiver<OutputStatus> {
+        self.status.clone()
+    }
+
+    /// The output's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Flushes what is queued, closes the connection and ends the thread.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let _ = self.commands.send(Command::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for SrtOutput {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct Worker {
+    pipeline: gst::Pipeline,
+    sink: gst::Element,
+    appsrc: gst_app::AppSrc,
+    url: SrtUrl,
+    status: watch::Sender<OutputStatus>,
+    commands: mpsc::Receiver<Command>,
+    on_peer_joined: Arc<dyn Fn() + Send + Sync>,
+    backoff: Backoff,
+    dropped: Arc<AtomicU64>,
+}
+
+enum AttemptEnd {
+    Stop,
+    Failed(String),
+}
+
+impl Worker {
+    fn run(self) {
+        let dropped = self.dropped.clone();
+        let mut attempt: u32 = 0;
+        loop {
+            match self.attempt(&mut attempt, &dropped) {
+                AttemptEnd::Stop => break,
+                AttemptEnd::Failed(reason) => {
+                    let _ = self.pipeline.set_state(gst::State::Null);
+                    attempt += 1;
+                    let delay = self.backoff.delay(attempt);
+                    warn!(output = %self.url.label(), %reason, retry_in_ms = delay.as_millis() as u64, attempt, "SRT output retrying");
+                    self.status.send_modify(|s| {
+                        s.state = OutputState::Retrying;
+                        s.reason = Some(reason);
+                        s.reconnects = attempt;
+                        s.callers = 0;
+                        s.per_caller.clear();
+                    });
+                    if let Ok(Command::Stop) = self.commands.recv_timeout(delay) {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = self.pipeline.set_state(gst::State::Null);
+        self.status.send_modify(|s| {
+            s.state = OutputState::Stopped;
+            s.callers = 0;
+        });
+    }
+
+    fn attempt(&self, attempt: &mut u32, dropped: &AtomicU64) -> AttemptEnd {
+        let started = Instant::now();
+        let listener = self.url.mode == SrtMode::Listener;
+        self.status.send_modify(|s| s.state = if listener { OutputState::Listening } else { OutputState::Connecting });
+        if let Err(e) = self.pipeline.set_state(gst::State::Playing) {
+            return AttemptEnd::Failed(self.bus_error().unwrap_or_else(|| e.to_string()));
+        }
+        let Some(bus) = self.pipeline.bus() else { return AttemptEnd::Failed("pipeline has no bus".into()) };
+        let mut live = false;
+        let mut last_acks = 0;
+        let mut last_reject_check = started;
+        let connect_deadline =
+            started + self.url.connect_timeout.unwrap_or(Duration::from_secs(3)) + Duration::from_secs(2);
+        loop {
+            match self.commands.recv_timeout(Duration::from_millis(200)) {
+                Ok(Command::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let _ = self.appsrc.end_of_stream();
+                    let _ = bus.timed_pop_filtered(
+                        gst::ClockTime::from_seconds(1),
+                        &[gst::MessageType::Eos, gst::MessageType::Error],
+                    );
+                    return AttemptEnd::Stop;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            while let Some(msg) = bus.pop() {
+                if let gst::MessageView::Error(err) = msg.view() {
+                    let text = err.error().to_string();
+                    let reason = match rejected_since(started) {
+                        Some(r) => r.to_string(),
+                        None if live => format!("connection lost: {text}"),
+                        None => format!("cannot connect to {}: {text}", self.peer()),
+                    };
+                    return AttemptEnd::Failed(reason);
+                }
+            }
+            let conns = SrtStats::read(&self.sink);
+            let total = SrtStats::total(conns.iter().map(|(_, s)| s));
+            let rejection = if listener { rejected_since(last_reject_check) } else { None };
+            last_reject_check = Instant::now();
+            if let Some(r) = &rejection {
+                warn!(output = %self.url.label(), reason = %r, "SRT caller rejected");
+            }
+            let now_live = if listener {
+                !conns.is_empty()
+            } else {
+                let acked = total.acks_received > last_acks;
+                last_acks = total.acks_received;
+                live || acked
+            };
+            if now_live && !live {
+                info!(output = %self.url.label(), "SRT output connected");
+                *attempt = 0;
+                if !listener {
+                    (self.on_peer_joined)();
+                }
+            }
+            if !now_live && !listener && Instant::now() > connect_deadline {
+                return AttemptEnd::Failed(match rejected_since(started) {
+                    Some(r) => r.to_string(),
+                    None => format!("no answer from {} (is the receiver running?)", self.peer()),
+                });
+            }
+            live = now_live;
+            let q = dropped.load(Ordering::Relaxed);
+            self.status.send_modify(|s| {
+                s.state = match (live, listener) {
+                    (true, _) => OutputState::Live,
+                    (false, true) => OutputState::Listening,
+                    (false, false) => OutputState::Connecting,
+                };
+                if live {
+                    s.reason = None;
+                } else if listener {
+                    s.reason = Some(format!("no caller yet on port {}", self.url.port));
+                }
+                s.callers = conns.len();
+                s.srt = total.clone();
+                s.per_caller = conns.iter().map(|(a, st)| (a.clone().unwrap_or_default(), st.clone())).collect();
+                if let Some(r) = &rejection {
+                    s.last_rejection = Some(r.to_string());
+                }
+                s.queue_dropped = q;
+            });
+        }
+    }
+
+    fn peer(&self) -> String {
+        format!("{}:{}", self.url.host.as_deref().unwrap_or("*"), self.url.port)
+    }
+
+    fn bus_error(&self) -> Option<String> {
+        let bus = self.pipeline.bus()?;
+        while let Some(msg) = bus.pop() {
+            if let gst::MessageView::Error(err) = msg.view() {
+                return Some(err.error().to_string());
+            }
+        }
+        None
+    }
+}

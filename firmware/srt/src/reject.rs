@@ -1,0 +1,118 @@
+//! Why libsrt rejected a connection. GStreamer's SRT elements report only "connection does not
+//! exist"; libsrt itself logs the reason ("Incorrect passphrase") into GStreamer's `srtlib`
+//! debug category. This hook reads those lines so the output can say why in words.
+
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+/// A reason libsrt gave for refusing a handshake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RejectReason {
+    /// The two ends have different passphrases.
+    BadPassphrase,
+    /// One end encrypts and the other does not.
+    EncryptionMismatch,
+    /// Anything else, with libsrt's words.
+    Other(String),
+}
+
+impl std::fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RejectReason::BadPassphrase => f.write_str("passphrase rejected: the two ends have different passphrases"),
+            RejectReason::EncryptionMismatch => f.write_str(
+                "passphrase rejected: one end encrypts and the other does not (set the same passphrase on both)",
+            ),
+            RejectReason::Other(s) => write!(f, "connection rejected: {s}"),
+        }
+    }
+}
+
+/// Classifies a libsrt log line; `None` if it is not about a rejection.
+pub fn classify(line: &str) -> Option<RejectReason> {
+    let l = line.to_ascii_lowercase();
+    if !(l.contains("reject") || l.contains("badsecret")) {
+        return None;
+    }
+    if l.contains("passphrase") || l.contains("badsecret") {
+        Some(RejectReason::BadPassphrase)
+    } else if l.contains("unsecure") || l.contains("password required") || l.contains("encryption") {
+        Some(RejectReason::EncryptionMismatch)
+    } else if l.contains("rejected") || l.contains("reject reported") {
+        Some(RejectReason::Other(line.split(':').next_back().unwrap_or(line).trim().to_string()))
+    } else {
+        None
+    }
+}
+
+static REJECTS: OnceLock<Mutex<Vec<(Instant, RejectReason)>>> = OnceLock::new();
+
+fn rejects() -> &'static Mutex<Vec<(Instant, RejectReason)>> {
+    REJECTS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// The most specific rejection logged since `since`, if any.
+pub fn rejected_since(since: Instant) -> Option<RejectReason> {
+    let g = rejects().lock().unwrap_or_else(|p| p.into_inner());
+    let recent: Vec<&RejectReason> = g.iter().filter(|(t, _)| *t >= since).map(|(_, r)| r).collect();
+    recent.iter().find(|r| !matches!(r, RejectReason::Other(_))).or_else(|| recent.first()).map(|r| (*r).clone())
+}
+
+fn record(reason: RejectReason) {
+    let mut g = rejects().lock().unwrap_or_else(|p| p.into_inner());
+    let now = Instant::now();
+    g.retain(|(t, _)| now.duration_since(*t).as_secs() < 60);
+    g.push((now, reason));
+}
+
+/// Routes libsrt's log through this hook. Call once, after `gst::init` and before the first SRT
+/// element is made. When `GST_DEBUG` is set the user's choice wins and GStreamer's own log stays.
+pub fn install_log_hook() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        if std::env::var_os("GST_DEBUG").is_none() {
+            gst::log::remove_default_log_function();
+            gst::log::set_threshold_for_name("srtlib", gst::DebugLevel::Info);
+        }
+        gst::log::add_log_function(|category, level, _file, _function, _line, object, message| {
+            let Some(text) = message.get() else { return };
+            if category.name() == "srtlib" {
+                if let Some(reason) = classify(&text) {
+                    record(reason);
+                }
+                return;
+            }
+            if level <= gst::DebugLevel::Error {
+                let who = object.map(|o| o.to_string()).unwrap_or_default();
+                tracing::debug!(target: "gstreamer", "{} {who}: {text}", category.name());
+            }
+        });
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libsrt_lines() {
+        // Lines as libsrt 1.5.1 logs them, caller side and listener side.
+        assert_eq!(
+            classify("processAsyncConnectRequest: REJECT reported from HS processing: Incorrect passphrase - not processing further"),
+            Some(RejectReason::BadPassphrase)
+        );
+        assert_eq!(
+            classify("@754477089:newConnection: connection rejected due to: INTERNAL REJECTION - ERROR:BADSECRET"),
+            Some(RejectReason::BadPassphrase)
+        );
+        assert_eq!(
+            classify("processConnectRequest: rsp(REJECT): 1012 - Password required or unexpected"),
+            Some(RejectReason::EncryptionMismatch)
+        );
+        assert!(matches!(
+            classify("processConnectRequest: rsp(REJECT): 1003 - System resource allocation failure"),
+            Some(RejectReason::Other(_))
+        ));
+        assert_eq!(classify("epoll/update: IPE: update struck E1 which is NOT SUBSCRIBED to @1"), None);
+    }
+}

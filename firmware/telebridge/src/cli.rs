@@ -1,0 +1,313 @@
+//! Command-line interface. Exit codes: 0 done, 1 failed while running, 2 bad input (the one
+//! line printed names what to fix).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use telebridge_appliance::{AppError, RunOptions};
+use telebridge_config::{Config, FieldError, OutputConfig, ValidationErrors};
+
+/// Telebridge: a Raspberry Pi as a broadcast-grade SRT video link.
+#[derive(Debug, Parser)]
+#[command(name = "telebridge", version, about)]
+pub struct Cli {
+    /// Only warnings and errors on stderr.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Capture, encode to H.264 and send MPEG-TS over SRT to every --output at once.
+    Encode(EncodeArgs),
+    /// Check or print the configuration file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Show which H.264 encoder this machine would use, and why.
+    Encoders {
+        /// Configuration file whose video.encoder preference applies.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Report every problem in a configuration file, each naming the field, value and what is allowed.
+    Check {
+        /// The file to check.
+        file: PathBuf,
+    },
+    /// Print the default configuration as a commented TOML file.
+    Default,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StatsFormat {
+    /// One JSON object a second on stdout, and a summary at exit.
+    Json,
+}
+
+#[derive(Debug, Args)]
+struct EncodeArgs {
+    /// Configuration file to start from (flags override it); built-in defaults otherwise.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// test | v4l2:/dev/videoN | libcamera
+    #[arg(long)]
+    source: Option<String>,
+    /// Encoded size, WIDTHxHEIGHT (e.g. 1280x720).
+    #[arg(long)]
+    size: Option<String>,
+    /// Frames per second.
+    #[arg(long)]
+    fps: Option<u32>,
+    /// Video bitrate in kbit/s.
+    #[arg(long)]
+    bitrate_kbps: Option<u32>,
+    /// Keyframe interval in ms.
+    #[arg(long)]
+    keyframe_ms: Option<u32>,
+    /// auto | v4l2h264enc | x264enc | openh264enc
+    #[arg(long)]
+    encoder: Option<String>,
+    /// x264 speed preset (ultrafast .. medium).
+    #[arg(long)]
+    x264_preset: Option<String>,
+    /// aac | none
+    #[arg(long)]
+    audio: Option<String>,
+    /// test | alsa:DEVICE
+    #[arg(long)]
+    audio_source: Option<String>,
+    /// srt://HOST:PORT?mode=caller|listener|rendezvous&latency=MS&passphrase=...&pbkeylen=16|24|32&streamid=...
+    /// Repeat for several outputs; replaces the file's outputs.
+    #[arg(long = "output")]
+    outputs: Vec<String>,
+    /// Print statistics once a second.
+    #[arg(long, value_enum)]
+    stats: Option<StatsFormat>,
+    /// Stop after this long (10s, 2m, ...).
+    #[arg(long, value_parser = crate::duration::parse)]
+    duration: Option<std::time::Duration>,
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Config(ConfigCommand::Default) => {
+            print!("{}", telebridge_config::EXAMPLE_TOML);
+            ExitCode::SUCCESS
+        }
+        Command::Config(ConfigCommand::Check { file }) => config_check(&file),
+        Command::Encoders { config } => encoders(config),
+        Command::Encode(args) => encode(args),
+    }
+}
+
+fn bad_input(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+fn config_check(file: &std::path::Path) -> ExitCode {
+    let config = match telebridge_config::load(file) {
+        Ok(c) => c,
+        Err(e) => return bad_input(e),
+    };
+    match config.validate() {
+        Ok(_) => {
+            println!("{}: ok", file.display());
+            ExitCode::SUCCESS
+        }
+        Err(errs) => {
+            for e in &errs.0 {
+                eprintln!("{}: {e}", file.display());
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn encoders(config: Option<PathBuf>) -> ExitCode {
+    let config = match load_or_default(config.as_deref()).and_then(|c| c.validate().map_err(|e| e.to_string())) {
+        Ok(c) => c,
+        Err(e) => return bad_input(e),
+    };
+    if let Err(e) = telebridge_media::init() {
+        return bad_input(e);
+    }
+    let platform = telebridge_media::Platform::detect();
+    println!("platform: {}", platform.describe());
+    for kind in [
+        telebridge_media::EncoderKind::V4l2h264enc,
+        telebridge_media::EncoderKind::X264enc,
+        telebridge_media::EncoderKind::Openh264enc,
+    ] {
+        let state = if telebridge_media::has_element(kind.element()) { "installed" } else { "not installed" };
+        println!("{:<12} {state}", kind.element());
+    }
+    match telebridge_appliance::select_encoder(&config) {
+        Ok(choice) => {
+            println!("chosen: {} ({})", choice.kind, choice.reason);
+            ExitCode::SUCCESS
+        }
+        Err(e) => bad_input(e),
+    }
+}
+
+fn load_or_default(path: Option<&std::path::Path>) -> Result<Config, String> {
+    match path {
+        Some(p) => telebridge_config::load(p).map_err(|e| e.to_string()),
+        None => Ok(Config::default()),
+    }
+}
+
+/// Applies the flags to a configuration; remembers which fields came from which flag so that
+/// errors name the flag the user typed.
+fn apply_flags(config: &mut Config, a: &EncodeArgs) -> Result<Vec<(&'static str, &'static str)>, String> {
+    let mut flags = Vec::new();
+    if let Some(v) = &a.source {
+        config.video.source = v.clone();
+        flags.push(("video.source", "--source"));
+    }
+    if let Some(size) = &a.size {
+        let parsed = size.split_once('x').and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
+        let (w, h) = parsed.ok_or_else(|| format!("--size {size:?} is not WIDTHxHEIGHT (e.g. 1280x720)"))?;
+        config.video.width = w;
+        config.video.height = h;
+        flags.push(("video.width", "--size"));
+        flags.push(("video.height", "--size"));
+    }
+    let mut set = |field: &'static str, flag: &'static str, v: Option<u32>, target: &mut u32| {
+        if let Some(v) = v {
+            *target = v;
+            flags.push((field, flag));
+        }
+    };
+    set("video.fps", "--fps", a.fps, &mut config.video.fps);
+    set("video.bitrate_kbps", "--bitrate-kbps", a.bitrate_kbps, &mut config.video.bitrate_kbps);
+    set("video.keyframe_ms", "--keyframe-ms", a.keyframe_ms, &mut config.video.keyframe_ms);
+    if let Some(v) = &a.encoder {
+        config.video.encoder = v.clone();
+        flags.push(("video.encoder", "--encoder"));
+    }
+    if let Some(v) = &a.x264_preset {
+        config.video.x264_preset = v.clone();
+        flags.push(("video.x264_preset", "--x264-preset"));
+    }
+    if let Some(v) = &a.audio {
+        config.audio.codec = v.clone();
+        flags.push(("audio.codec", "--audio"));
+    }
+    if let Some(v) = &a.audio_source {
+        config.audio.source = v.clone();
+        flags.push(("audio.source", "--audio-source"));
+    }
+    if !a.outputs.is_empty() {
+        config.outputs = a.outputs.iter().map(OutputConfig::new).collect();
+        flags.push(("outputs", "--output"));
+    }
+    Ok(flags)
+}
+
+/// Rewrites `video.fps: ...` as `--fps: ...` when the value came from a flag.
+fn name_flags(errs: &ValidationErrors, flags: &[(&'static str, &'static str)]) -> Vec<FieldError> {
+    errs.0
+        .iter()
+        .map(|e| {
+            let flag = flags
+                .iter()
+                .find(|(field, _)| e.field == *field || (*field == "outputs" && e.field.starts_with("outputs[")));
+            match flag {
+                Some((_, "--output")) => {
+                    let n: usize = e
+                        .field
+                        .trim_start_matches("outputs[")
+                        .split(']')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                    FieldError { field: format!("--output #{}", n + 1), message: e.message.clone() }
+                }
+                Some((_, flag)) => FieldError { field: flag.to_string(), message: e.message.clone() },
+                None => e.clone(),
+            }
+        })
+        .collect()
+}
+
+fn encode(args: EncodeArgs) -> ExitCode {
+    let mut config = match load_or_default(args.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return bad_input(e),
+    };
+    let flags = match apply_flags(&mut config, &args) {
+        Ok(f) => f,
+        Err(e) => return bad_input(e),
+    };
+    let valid = match config.validate() {
+        Ok(v) => v,
+        Err(errs) => {
+            for e in name_flags(&errs, &flags) {
+                eprintln!("error: {e}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    if valid.outputs.is_empty() {
+        return bad_input(
+            "no output: give --output srt://HOST:PORT or srt://:PORT?mode=listener (or outputs in --config)",
+        );
+    }
+    let json = args.stats == Some(StatsFormat::Json);
+    let on_sample: Option<Arc<dyn Fn(&telebridge_appliance::StatsSample) + Send + Sync>> = if json {
+        Some(Arc::new(|s| {
+            if let Ok(line) = serde_json::to_string(s) {
+                println!("{line}");
+            }
+        }))
+    } else {
+        None
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let options = RunOptions { duration: args.duration, on_sample };
+    let result = runtime.block_on(telebridge_appliance::run_encoder(valid, options, shutdown_signal()));
+    match result {
+        Ok(summary) => {
+            if json {
+                if let Ok(line) = serde_json::to_string(&serde_json::json!({ "summary": summary })) {
+                    println!("{line}");
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(AppError::BadInput(e)) => bad_input(e),
+        Err(AppError::Runtime(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
