@@ -1,1 +1,98 @@
+//! The command line's contract for bad input: exit code 2 and one line that names what to fix.
+//! Also `config check` and `config default`.
 
+mod support;
+
+use support::*;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = telebridge().args(args).output().expect("run telebridge");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_naming_the_fix() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["encode", "--output", "srt//127.0.0.1:9000"],
+            "error: --output #1: \"srt//127.0.0.1:9000\" is not a supported output",
+        ),
+        (&["encode", "--output", "srt://127.0.0.1"], "error: --output #1: \"srt://127.0.0.1\" has no port"),
+        (
+            &["encode", "--output", "srt://127.0.0.1:9000?latency=9000"],
+            "error: --output #1: latency=9000 is out of range 20-8000 ms",
+        ),
+        (
+            &["encode", "--output", "srt://127.0.0.1:9000?latency=5"],
+            "error: --output #1: latency=5 is out of range 20-8000 ms",
+        ),
+        (
+            &["encode", "--output", "srt://127.0.0.1:9000?passphrase=short"],
+            "error: --output #1: passphrase has 5 characters; it must have 10-79",
+        ),
+        (
+            &["encode", "--output", "srt://127.0.0.1:9000?passphrase=0123456789&pbkeylen=12"],
+            "error: --output #1: pbkeylen=12 is not one of 16, 24, 32",
+        ),
+        (
+            &["encode", "--fps", "100", "--output", "srt://:9000"],
+            "error: --fps: 100 is out of range 9-60 frames per second",
+        ),
+        (&["encode", "--size", "big", "--output", "srt://:9000"], "error: --size \"big\" is not WIDTHxHEIGHT"),
+        (
+            &["encode", "--source", "v4l2:/dev/video-telebridge-none", "--output", "srt://:9000"],
+            "error: /dev/video-telebridge-none: no such device",
+        ),
+        (&["encode"], "error: no output: give --output"),
+    ];
+    for (args, want) in cases {
+        let (code, _, stderr) = run(args);
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(lines.len(), 1, "{args:?}: want one error line: {stderr}");
+        assert!(lines[0].starts_with(want), "{args:?}:\n got {:?}\nwant {want:?}", lines[0]);
+    }
+}
+
+#[test]
+fn the_passphrase_never_appears_in_an_error() {
+    let (code, out, err) = run(&["encode", "--output", "srt://127.0.0.1:9000?passphrase=hunter2hunter2&latency=1"]);
+    assert_eq!(code, 2);
+    assert!(!out.contains("hunter2") && !err.contains("hunter2"), "{err}");
+}
+
+#[test]
+fn config_check_reports_every_problem() {
+    let dir = scratch("config-check");
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, "[video]\nfps = 5\nbitrate_kbps = 1\n\n[[outputs]]\nurl = \"srt://h:1?latency=9\"\n")
+        .expect("write");
+    let (code, _, err) = run(&["config", "check", file.to_str().expect("utf8")]);
+    assert_eq!(code, 2);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].ends_with("video.fps: 5 is out of range 9-60 frames per second"), "{err}");
+    assert!(lines[1].ends_with("video.bitrate_kbps: 1 is out of range 100-50000 kbit/s"), "{err}");
+    assert!(lines[2].ends_with("outputs[0].url: latency=9 is out of range 20-8000 ms"), "{err}");
+
+    std::fs::write(&file, "[video]\nbitrate = 3000\n").expect("write");
+    let (code, _, err) = run(&["config", "check", file.to_str().expect("utf8")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown field `bitrate`"), "{err}");
+}
+
+#[test]
+fn config_default_is_a_valid_file() {
+    let (code, out, _) = run(&["config", "default"]);
+    assert_eq!(code, 0);
+    let dir = scratch("config-default");
+    let file = dir.join("telebridge.toml");
+    std::fs::write(&file, out).expect("write");
+    let (code, out, err) = run(&["config", "check", file.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.ends_with(": ok\n"));
+}

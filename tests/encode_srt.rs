@@ -1,1 +1,297 @@
+//! The encoder role against real SRT peers: srt-live-transmit (libsrt's own tool), ffmpeg and
+//! GStreamer's srtsrc, on loopback. Each test asserts what a user would check: the receiver got
+//! H.264 at the requested size and rate with AAC, and ffmpeg can decode it.
 
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use support::*;
+
+fn encode(dir: &std::path::Path, name: &str, outputs: &[&str], extra: &[&str]) -> Proc {
+    let mut cmd = telebridge();
+    cmd.args(["encode", "--source", "test", "--stats", "json"]);
+    for o in outputs {
+        cmd.args(["--output", o]);
+    }
+    cmd.args(extra);
+    Proc::spawn(cmd, dir, name)
+}
+
+fn assert_h264_aac(file: &std::path::Path, w: u32, h: u32, fps: &str) {
+    let streams = ffprobe_streams(file);
+    let video = streams
+        .iter()
+        .find(|s| s.codec == "h264")
+        .unwrap_or_else(|| panic!("no H.264 in {}: {streams:?}", file.display()));
+    assert_eq!((video.width, video.height, video.fps.as_str()), (w, h, fps), "{streams:?}");
+    assert!(streams.iter().any(|s| s.codec == "aac"), "no AAC in {}: {streams:?}", file.display());
+}
+
+/// Done-when 1: caller into srt-live-transmit listening and writing a file.
+#[test]
+fn caller_into_srt_live_transmit() {
+    let dir = scratch("caller-slt");
+    let port = free_udp_port();
+    let out = dir.join("received.ts");
+    let mut rx = slt_to_file(&format!("srt://:{port}?mode=listener"), &out, &dir, "slt");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut enc = encode(
+        &dir,
+        "encoder",
+        &[&format!("srt://127.0.0.1:{port}?mode=caller")],
+        &["--size", "640x360", "--fps", "25", "--duration", "5s"],
+    );
+    let status = enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits after --duration");
+    assert!(
+        status.success(),
+        "encoder failed: {}",
+        std::fs::read_to_string(dir.join("encoder.stderr")).unwrap_or_default()
+    );
+    rx.signal("INT");
+    rx.wait_timeout(Duration::from_secs(3));
+    assert_h264_aac(&out, 640, 360, "25/1");
+    let frames = decodable_frames(&out);
+    assert!(frames >= 100, "only {frames} decodable frames of ~125");
+    let s = summary(&dir.join("encoder.stdout"));
+    assert_eq!(s["outputs"][0]["reconnects"], 0, "{s}");
+    assert!(s["outputs"][0]["srt"]["packets_sent"].as_i64().unwrap_or(0) > 500, "{s}");
+}
+
+/// Done-when 2: into `ffmpeg -i srt://...?mode=listener -c copy out.ts`.
+#[test]
+fn caller_into_ffmpeg_listener() {
+    let dir = scratch("caller-ffmpeg");
+    let port = free_udp_port();
+    let out = dir.join("received.ts");
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args([
+        "-nostdin",
+        "-y",
+        "-loglevel",
+        "error",
+        "-i",
+        &format!("srt://127.0.0.1:{port}?mode=listener"),
+        "-c",
+        "copy",
+        "-f",
+        "mpegts",
+    ])
+    .arg(&out);
+    let mut rx = Proc::spawn(cmd, &dir, "ffmpeg");
+    std::thread::sleep(Duration::from_millis(500));
+    let mut enc = encode(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    // ffmpeg ends by itself when the caller closes the connection.
+    rx.wait_timeout(Duration::from_secs(5));
+    assert_h264_aac(&out, 1280, 720, "30/1");
+    assert!(decodable_frames(&out) >= 120, "ffmpeg listener got too few frames");
+}
+
+/// Done-when 2: into GStreamer's own srtsrc.
+#[test]
+fn caller_into_gstreamer_srtsrc() {
+    let dir = scratch("caller-srtsrc");
+    let port = free_udp_port();
+    let out = dir.join("received.ts");
+    let mut cmd = Command::new("gst-launch-1.0");
+    cmd.args([
+        "-q",
+        "srtsrc",
+        &format!("uri=srt://:{port}?mode=listener"),
+        "!",
+        "filesink",
+        &format!("location={}", out.display()),
+    ]);
+    let mut rx = Proc::spawn(cmd, &dir, "srtsrc");
+    std::thread::sleep(Duration::from_millis(500));
+    let mut enc = encode(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    rx.signal("INT");
+    rx.wait_timeout(Duration::from_secs(3));
+    assert_h264_aac(&out, 1280, 720, "30/1");
+    assert!(decodable_frames(&out) >= 120);
+}
+
+/// Done-when 3: AES-128 with us calling srt-live-transmit, AES-256 with srt-live-transmit
+/// calling our listener.
+#[test]
+fn aes_interoperates_both_ways() {
+    let dir = scratch("aes");
+    let pass = "correct-horse-battery";
+    // We call, AES-128.
+    let port = free_udp_port();
+    let out128 = dir.join("aes128.ts");
+    let mut rx =
+        slt_to_file(&format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen=16"), &out128, &dir, "slt128");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut enc = encode(
+        &dir,
+        "enc128",
+        &[&format!("srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen=16")],
+        &["--duration", "4s"],
+    );
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    rx.signal("INT");
+    rx.wait_timeout(Duration::from_secs(3));
+    assert!(decodable_frames(&out128) >= 90, "AES-128 caller: too few frames");
+
+    // srt-live-transmit calls our listener, AES-256.
+    let port = free_udp_port();
+    let out256 = dir.join("aes256.ts");
+    let mut enc = encode(
+        &dir,
+        "enc256",
+        &[&format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen=32")],
+        &["--duration", "6s"],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let mut rx = slt_to_file(
+        &format!("srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen=32"),
+        &out256,
+        &dir,
+        "slt256",
+    );
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    rx.wait_timeout(Duration::from_secs(3));
+    assert!(decodable_frames(&out256) >= 90, "AES-256 listener: too few frames");
+    let log = std::fs::read_to_string(dir.join("enc256.stderr")).unwrap_or_default();
+    assert!(!log.contains(pass), "the passphrase appeared in the log");
+    let stats = std::fs::read_to_string(dir.join("enc256.stdout")).unwrap_or_default();
+    assert!(!stats.contains(pass), "the passphrase appeared in the stats");
+}
+
+/// Done-when 3: a wrong passphrase is reported on our side within seconds, in words.
+#[test]
+fn wrong_passphrase_is_reported_as_caller_and_as_listener() {
+    let dir = scratch("badpass");
+    // We call a listener that has another passphrase.
+    let port = free_udp_port();
+    let _rx = slt_to_file(
+        &format!("srt://:{port}?mode=listener&passphrase=the-right-one-123"),
+        &dir.join("x.ts"),
+        &dir,
+        "slt",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let mut enc = encode(
+        &dir,
+        "caller",
+        &[&format!("srt://127.0.0.1:{port}?mode=caller&passphrase=the-wrong-one-456")],
+        &["--duration", "4s"],
+    );
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    let lines = json_lines(&dir.join("caller.stdout"));
+    let first_report =
+        lines.iter().find(|l| l["outputs"][0]["reason"].as_str().is_some_and(|r| r.contains("passphrase rejected")));
+    let first_report = first_report.unwrap_or_else(|| panic!("no 'passphrase rejected' in stats: {lines:?}"));
+    assert!(first_report["t"].as_f64().unwrap_or(99.0) <= 3.0, "reported late: {first_report}");
+    let log = std::fs::read_to_string(dir.join("caller.stderr")).unwrap_or_default();
+    assert!(log.contains("passphrase rejected"), "not in the log: {log}");
+    assert!(!log.contains("the-wrong-one-456"), "the passphrase appeared in the log");
+
+    // A caller with a wrong passphrase calls our listener.
+    let port = free_udp_port();
+    let mut enc = encode(
+        &dir,
+        "listener",
+        &[&format!("srt://:{port}?mode=listener&passphrase=the-right-one-123")],
+        &["--duration", "4s"],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let _tx = slt_to_file(
+        &format!("srt://127.0.0.1:{port}?mode=caller&passphrase=the-wrong-one-456"),
+        &dir.join("y.ts"),
+        &dir,
+        "slt-caller",
+    );
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    let s = summary(&dir.join("listener.stdout"));
+    let rejection = s["outputs"][0]["last_rejection"].as_str().unwrap_or("");
+    assert!(rejection.contains("passphrase rejected"), "{s}");
+}
+
+/// Done-when 4: a listener serves 3 ffmpeg callers; one frozen for 5 s starves nobody.
+#[test]
+fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
+    let dir = scratch("fanout");
+    let port = free_udp_port();
+    let mut enc =
+        encode(&dir, "encoder", &[&format!("srt://:{port}?mode=listener&latency=200")], &["--duration", "16s"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let files: Vec<_> = (0..3).map(|i| dir.join(format!("caller{i}.ts"))).collect();
+    let callers: Vec<Proc> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let mut cmd = Command::new("ffmpeg");
+            cmd.args([
+                "-nostdin",
+                "-y",
+                "-loglevel",
+                "error",
+                "-i",
+                &format!("srt://127.0.0.1:{port}?mode=caller&latency=200000"),
+                "-c",
+                "copy",
+                "-f",
+                "mpegts",
+            ])
+            .arg(f);
+            Proc::spawn(cmd, &dir, &format!("caller{i}"))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(4));
+    callers[0].signal("STOP");
+    let before: Vec<u64> = files.iter().map(|f| size(f)).collect();
+    std::thread::sleep(Duration::from_secs(5));
+    let after: Vec<u64> = files.iter().map(|f| size(f)).collect();
+    callers[0].signal("CONT");
+    // 4 Mbit/s for 5 s is about 2.5 MB; each running caller must have received most of it.
+    for i in 1..3 {
+        let got = after[i] - before[i];
+        assert!(
+            got > 1_500_000,
+            "caller {i} got only {got} bytes while caller 0 was frozen (before {before:?}, after {after:?})"
+        );
+    }
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    drop(callers);
+    for (i, f) in files.iter().enumerate() {
+        let frames = decodable_frames(f);
+        let floor = if i == 0 { 30 } else { 300 };
+        assert!(frames >= floor, "caller {i}: {frames} decodable frames");
+    }
+    let lines = json_lines(&dir.join("encoder.stdout"));
+    assert!(lines.iter().any(|l| l["outputs"][0]["callers"] == 3), "stats never showed 3 callers");
+}
+
+/// Done-when 5: the receiver killed and restarted mid-stream gets decodable video again within
+/// 3 s, from the same encoder process.
+#[test]
+fn caller_reconnects_after_the_receiver_restarts() {
+    let dir = scratch("reconnect");
+    let port = free_udp_port();
+    let first = dir.join("first.ts");
+    let second = dir.join("second.ts");
+    let rx = slt_to_file(&format!("srt://:{port}?mode=listener"), &first, &dir, "slt1");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut enc = encode(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "20s"]);
+    assert!(wait_for(Duration::from_secs(5), || size(&first) > 500_000).is_some(), "first receiver got nothing");
+    rx.signal("KILL");
+    drop(rx);
+    std::thread::sleep(Duration::from_millis(1000));
+    let _rx2 = slt_to_file(&format!("srt://:{port}?mode=listener"), &second, &dir, "slt2");
+    let took = wait_for(Duration::from_secs(6), || decodable_frames(&second) >= 1);
+    eprintln!("decodable video after the receiver restarted: {took:?}");
+    let took = took.expect("no decodable video after the receiver came back");
+    assert!(took <= Duration::from_secs(3), "took {took:?}");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(decodable_frames(&second) >= 30);
+    assert!(enc.child.try_wait().expect("try_wait").is_none(), "the encoder exited instead of reconnecting");
+    enc.signal("INT");
+    assert!(enc.wait_timeout(Duration::from_secs(10)).expect("encoder exits on SIGINT").success());
+    let s = summary(&dir.join("encoder.stdout"));
+    assert!(s["outputs"][0]["reconnects"].as_u64().unwrap_or(0) >= 1, "{s}");
+}

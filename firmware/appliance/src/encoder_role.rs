@@ -18,13 +18,16 @@ use tracing::{error, info, warn};
 use crate::stats::{EncoderMeter, StatsSample, Summary};
 use crate::AppError;
 
+/// Receives each one-second statistics sample.
+pub type SampleCallback = Arc<dyn Fn(&StatsSample) + Send + Sync>;
+
 /// How to run.
 #[derive(Clone, Default)]
 pub struct RunOptions {
     /// Stop after this long; `None` runs until the shutdown future completes.
     pub duration: Option<Duration>,
     /// Called with each one-second sample.
-    pub on_sample: Option<Arc<dyn Fn(&StatsSample) + Send + Sync>>,
+    pub on_sample: Option<SampleCallback>,
 }
 
 impl std::fmt::Debug for RunOptions {

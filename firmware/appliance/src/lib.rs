@@ -5,6 +5,6 @@ pub mod encoder_role;
 mod error;
 pub mod stats;
 
-pub use encoder_role::{run_encoder, select_encoder, RunOptions};
+pub use encoder_role::{run_encoder, select_encoder, RunOptions, SampleCallback};
 pub use error::AppError;
 pub use stats::{EncoderStats, StatsSample, Summary};

@@ -90,10 +90,10 @@ impl Config {
 
         let v = &self.video;
         let video_source = VideoSource::parse(&v.source).map_err(|m| err("video.source", m)).ok();
-        if range(&mut err, "video.width", v.width, 160, 1920, " pixels") && v.width % 2 != 0 {
+        if range(&mut err, "video.width", v.width, 160, 1920, " pixels") && !v.width.is_multiple_of(2) {
             err("video.width", format!("{} must be even", v.width));
         }
-        if range(&mut err, "video.height", v.height, 120, 1080, " pixels") && v.height % 2 != 0 {
+        if range(&mut err, "video.height", v.height, 120, 1080, " pixels") && !v.height.is_multiple_of(2) {
             err("video.height", format!("{} must be even", v.height));
         }
         range(&mut err, "video.fps", v.fps, 9, 60, " frames per second");
@@ -174,7 +174,8 @@ mod tests {
     /// A table of bad inputs and the message each must give (MediaMTX `TestConfErrors` style).
     #[test]
     fn error_table() {
-        let cases: Vec<(fn(&mut Config), &str)> = vec![
+        type Case = (fn(&mut Config), &'static str);
+        let cases: Vec<Case> = vec![
             (|c| c.video.width = 1921, "video.width: 1921 is out of range 160-1920 pixels"),
             (|c| c.video.width = 641, "video.width: 641 must be even"),
             (|c| c.video.fps = 5, "video.fps: 5 is out of range 9-60 frames per second"),

@@ -239,7 +239,7 @@ pub fn query_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     let htotal = total(bt.width, bt.hfrontporch, bt.hsync, bt.hbackporch);
     let vtotal = total(bt.height, bt.vfrontporch, bt.vsync, bt.vbackporch);
     let pixelclock = bt.pixelclock;
-    let fps_milli = if htotal * vtotal == 0 { 0 } else { (pixelclock * 1000 / (htotal * vtotal)) as u32 };
+    let fps_milli = (pixelclock * 1000).checked_div(htotal * vtotal).unwrap_or(0) as u32;
     Ok(Some(DvTimings { width: bt.width, height: bt.height, fps_milli, interlaced: bt.interlaced != 0 }))
 }
 

@@ -101,8 +101,11 @@ type TsConsumer = Box<dyn Fn(&gst::Buffer) + Send + Sync>;
 /// push into their own bounded leaky queue. Survives pipeline rebuilds (source changes).
 #[derive(Clone, Default)]
 pub struct TsFanout {
-    inner: Arc<Mutex<(TsConsumerId, Vec<(TsConsumerId, TsConsumer)>)>>,
+    inner: Arc<Mutex<Consumers>>,
 }
+
+/// The last id handed out, and the consumers.
+type Consumers = (TsConsumerId, Vec<(TsConsumerId, TsConsumer)>);
 
 impl std::fmt::Debug for TsFanout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

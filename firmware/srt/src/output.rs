@@ -88,11 +88,12 @@ pub struct SrtOutput {
     thread: Option<JoinHandle<()>>,
 }
 
-/// The libsrt peer idle timeout when the URL does not set one: a dead receiver is noticed in
-/// 2 s (libsrt's default is 5 s), or twice the latency if that is longer.
-fn default_peer_idle(url: &SrtUrl) -> Duration {
-    let latency = url.latency.unwrap_or(Duration::from_millis(120));
-    (latency * 2).max(Duration::from_secs(2))
+/// How long a caller may send without an ACK before it counts the receiver as gone. libsrt
+/// itself needs about 5 s whatever `peeridletimeo` says (it also waits for 16 expiry periods of
+/// at least 300 ms); a receiver that restarts should get video again in well under that. A
+/// `peeridletimeo` in the URL overrides it.
+fn ack_timeout(url: &SrtUrl, rtt: Duration) -> Duration {
+    url.peer_idle_timeout.unwrap_or_else(|| (rtt * 4).max(Duration::from_secs(2)))
 }
 
 impl SrtOutput {
@@ -115,10 +116,7 @@ impl SrtOutput {
             .max_bytes(queue_bytes)
             .leaky_type(gst_app::AppLeakyType::Downstream)
             .build();
-        let mut uri = url.uri_without_secret();
-        if url.peer_idle_timeout.is_none() {
-            uri.push_str(&format!("&peeridletimeo={}", default_peer_idle(&url).as_millis()));
-        }
+        let uri = url.uri_without_secret();
         let sink = gst::ElementFactory::make("srtsink")
             .name("srt")
             .property("uri", &uri)
@@ -272,6 +270,8 @@ impl Worker {
         let Some(bus) = self.pipeline.bus() else { return AttemptEnd::Failed("pipeline has no bus".into()) };
         let mut live = false;
         let mut last_acks = 0;
+        let mut last_sent = 0;
+        let mut last_ack_at = Instant::now();
         let mut last_reject_check = started;
         let connect_deadline =
             started + self.url.connect_timeout.unwrap_or(Duration::from_secs(3)) + Duration::from_secs(2);
@@ -309,7 +309,20 @@ impl Worker {
                 !conns.is_empty()
             } else {
                 let acked = total.acks_received > last_acks;
+                let sending = total.packets_sent > last_sent;
                 last_acks = total.acks_received;
+                last_sent = total.packets_sent;
+                if acked || !sending {
+                    last_ack_at = Instant::now();
+                }
+                let silent = last_ack_at.elapsed();
+                if live && silent > ack_timeout(&self.url, Duration::from_secs_f64(total.rtt_ms / 1000.0)) {
+                    return AttemptEnd::Failed(format!(
+                        "connection lost: {} stopped acknowledging for {:.1} s",
+                        self.peer(),
+                        silent.as_secs_f64()
+                    ));
+                }
                 live || acked
             };
             if now_live && !live {
@@ -361,5 +374,19 @@ impl Worker {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ack_timeout_scales_with_rtt_and_obeys_the_url() {
+        let url = SrtUrl::parse("srt://h:1").unwrap();
+        assert_eq!(ack_timeout(&url, Duration::from_millis(20)), Duration::from_secs(2));
+        assert_eq!(ack_timeout(&url, Duration::from_millis(800)), Duration::from_millis(3200));
+        let url = SrtUrl::parse("srt://h:1?peeridletimeo=5000").unwrap();
+        assert_eq!(ack_timeout(&url, Duration::from_millis(20)), Duration::from_secs(5));
     }
 }

@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Capture, encode to H.264 and send MPEG-TS over SRT to every --output at once.
-    Encode(EncodeArgs),
+    Encode(Box<EncodeArgs>),
     /// Check or print the configuration file.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -105,7 +105,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Config(ConfigCommand::Check { file }) => config_check(&file),
         Command::Encoders { config } => encoders(config),
-        Command::Encode(args) => encode(args),
+        Command::Encode(args) => encode(*args),
     }
 }
 
@@ -265,7 +265,7 @@ fn encode(args: EncodeArgs) -> ExitCode {
         );
     }
     let json = args.stats == Some(StatsFormat::Json);
-    let on_sample: Option<Arc<dyn Fn(&telebridge_appliance::StatsSample) + Send + Sync>> = if json {
+    let on_sample: Option<telebridge_appliance::SampleCallback> = if json {
         Some(Arc::new(|s| {
             if let Ok(line) = serde_json::to_string(s) {
                 println!("{line}");

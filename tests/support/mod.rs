@@ -1,0 +1,181 @@
+//! Helpers for end-to-end tests: run the real binary against real peers (srt-live-transmit,
+//! ffmpeg/ffprobe, GStreamer's srt elements) on loopback, with ports chosen by the OS.
+
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The telebridge binary Cargo built for these tests.
+pub fn telebridge() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_telebridge"));
+    c.env("RUST_LOG", "info");
+    c
+}
+
+/// A UDP port that was free a moment ago.
+pub fn free_udp_port() -> u16 {
+    let s = UdpSocket::bind("127.0.0.1:0").expect("bind an ephemeral UDP port");
+    s.local_addr().expect("local addr").port()
+}
+
+/// A scratch directory kept under target/ so that a failing test leaves its files to look at.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// A child process that is killed when dropped.
+pub struct Proc {
+    pub child: Child,
+    pub name: String,
+}
+
+impl Proc {
+    /// Spawns with stdout and stderr going to files in `dir`.
+    pub fn spawn(mut cmd: Command, dir: &Path, name: &str) -> Proc {
+        let out = File::create(dir.join(format!("{name}.stdout"))).expect("stdout file");
+        let err = File::create(dir.join(format!("{name}.stderr"))).expect("stderr file");
+        let child =
+            cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        Proc { child, name: name.to_string() }
+    }
+
+    /// Sends a signal (e.g. "STOP", "CONT", "KILL", "INT").
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "kill -{sig} {}", self.name);
+    }
+
+    /// Waits for exit up to `timeout`; kills it if it does not exit.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        None
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// srt-live-transmit from SRT `uri` to a file (through stdout, as `file://con`).
+pub fn slt_to_file(uri: &str, out: &Path, dir: &Path, name: &str) -> Proc {
+    let file = File::create(out).expect("output file");
+    let err = File::create(dir.join(format!("{name}.stderr"))).expect("stderr file");
+    let child = Command::new("srt-live-transmit")
+        .args(["-q", uri, "file://con"])
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .spawn()
+        .expect("spawn srt-live-transmit (install srt-tools)");
+    Proc { child, name: name.to_string() }
+}
+
+/// Stream facts as ffprobe reports them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamInfo {
+    pub codec: String,
+    pub width: u32,
+    pub height: u32,
+    pub fps: String,
+}
+
+/// The streams in a file (or URL).
+pub fn ffprobe_streams(input: &Path) -> Vec<StreamInfo> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-show_entries", "stream=codec_name,width,height,r_frame_rate", "-of", "json"])
+        .arg(input)
+        .output()
+        .expect("run ffprobe");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v["streams"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| StreamInfo {
+                    codec: s["codec_name"].as_str().unwrap_or("").to_string(),
+                    width: s["width"].as_u64().unwrap_or(0) as u32,
+                    height: s["height"].as_u64().unwrap_or(0) as u32,
+                    fps: s["r_frame_rate"].as_str().unwrap_or("").to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// How many video frames ffmpeg can decode from a file.
+pub fn decodable_frames(input: &Path) -> u64 {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "quiet",
+            "-count_frames",
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "stream=nb_read_frames",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(input)
+        .output()
+        .expect("run ffprobe");
+    // ffprobe prints the stream once under its program and once on its own.
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().trim_end_matches(',').parse().ok())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Polls `cond` every 100 ms until it holds or `timeout` passes; returns the time it took.
+pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if cond() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+/// Size of a file, 0 if missing.
+pub fn size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// The JSON lines a `--stats json` run printed.
+pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+/// The encoder's `--stats json` summary line.
+pub fn summary(path: &Path) -> serde_json::Value {
+    json_lines(path)
+        .into_iter()
+        .find_map(|v| v.get("summary").cloned())
+        .unwrap_or_else(|| panic!("no summary in {}", path.display()))
+}
