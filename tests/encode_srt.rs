@@ -32,6 +32,7 @@ fn assert_h264_aac(file: &std::path::Path, w: u32, h: u32, fps: &str) {
 /// Done-when 1: caller into srt-live-transmit listening and writing a file.
 #[test]
 fn caller_into_srt_live_transmit() {
+    let _serial = serial();
     let dir = scratch("caller-slt");
     let port = free_udp_port();
     let out = dir.join("received.ts");
@@ -62,6 +63,7 @@ fn caller_into_srt_live_transmit() {
 /// Done-when 2: into `ffmpeg -i srt://...?mode=listener -c copy out.ts`.
 #[test]
 fn caller_into_ffmpeg_listener() {
+    let _serial = serial();
     let dir = scratch("caller-ffmpeg");
     let port = free_udp_port();
     let out = dir.join("received.ts");
@@ -92,6 +94,7 @@ fn caller_into_ffmpeg_listener() {
 /// Done-when 2: into GStreamer's own srtsrc.
 #[test]
 fn caller_into_gstreamer_srtsrc() {
+    let _serial = serial();
     let dir = scratch("caller-srtsrc");
     let port = free_udp_port();
     let out = dir.join("received.ts");
@@ -118,6 +121,7 @@ fn caller_into_gstreamer_srtsrc() {
 /// calling our listener.
 #[test]
 fn aes_interoperates_both_ways() {
+    let _serial = serial();
     let dir = scratch("aes");
     let pass = "correct-horse-battery";
     // We call, AES-128.
@@ -165,6 +169,7 @@ fn aes_interoperates_both_ways() {
 /// Done-when 3: a wrong passphrase is reported on our side within seconds, in words.
 #[test]
 fn wrong_passphrase_is_reported_as_caller_and_as_listener() {
+    let _serial = serial();
     let dir = scratch("badpass");
     // We call a listener that has another passphrase.
     let port = free_udp_port();
@@ -215,6 +220,7 @@ fn wrong_passphrase_is_reported_as_caller_and_as_listener() {
 /// Done-when 4: a listener serves 3 ffmpeg callers; one frozen for 5 s starves nobody.
 #[test]
 fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
+    let _serial = serial();
     let dir = scratch("fanout");
     let port = free_udp_port();
     let mut enc =
@@ -271,6 +277,7 @@ fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
 /// 3 s, from the same encoder process.
 #[test]
 fn caller_reconnects_after_the_receiver_restarts() {
+    let _serial = serial();
     let dir = scratch("reconnect");
     let port = free_udp_port();
     let first = dir.join("first.ts");

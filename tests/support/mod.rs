@@ -16,6 +16,13 @@ pub fn telebridge() -> Command {
     c
 }
 
+/// Serialises the tests that run a real-time encoder: on a 2-core machine several x264
+/// encoders at once starve each other and the timings the tests check would be the machine's.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A UDP port that was free a moment ago.
 pub fn free_udp_port() -> u16 {
     let s = UdpSocket::bind("127.0.0.1:0").expect("bind an ephemeral UDP port");

@@ -353,7 +353,11 @@ impl Worker {
                 }
                 s.callers = conns.len();
                 s.srt = total.clone();
-                s.per_caller = conns.iter().map(|(a, st)| (a.clone().unwrap_or_default(), st.clone())).collect();
+                s.per_caller = if listener {
+                    conns.iter().map(|(a, st)| (a.clone().unwrap_or_default(), st.clone())).collect()
+                } else {
+                    Vec::new()
+                };
                 if let Some(r) = &rejection {
                     s.last_rejection = Some(r.to_string());
                 }
