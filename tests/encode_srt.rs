@@ -117,53 +117,63 @@ fn caller_into_gstreamer_srtsrc() {
     assert!(decodable_frames(&out) >= 120);
 }
 
-/// Done-when 3: AES-128 with us calling srt-live-transmit, AES-256 with srt-live-transmit
-/// calling our listener.
+/// Done-when 3: AES-128 and AES-256 interoperate with srt-live-transmit, with us as the caller
+/// and as the listener.
 #[test]
-fn aes_interoperates_both_ways() {
+fn aes_128_and_256_interoperate_as_caller_and_listener() {
     let _serial = serial();
     let dir = scratch("aes");
     let pass = "correct-horse-battery";
-    // We call, AES-128.
-    let port = free_udp_port();
-    let out128 = dir.join("aes128.ts");
-    let mut rx =
-        slt_to_file(&format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen=16"), &out128, &dir, "slt128");
-    std::thread::sleep(Duration::from_millis(300));
-    let mut enc = encode(
-        &dir,
-        "enc128",
-        &[&format!("srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen=16")],
-        &["--duration", "4s"],
-    );
-    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
-    rx.signal("INT");
-    rx.wait_timeout(Duration::from_secs(3));
-    assert!(decodable_frames(&out128) >= 90, "AES-128 caller: too few frames");
+    for keylen in [16, 32] {
+        // We call srt-live-transmit's listener.
+        let port = free_udp_port();
+        let out = dir.join(format!("caller-aes{keylen}.ts"));
+        let mut rx = slt_to_file(
+            &format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen={keylen}"),
+            &out,
+            &dir,
+            &format!("slt-listener-{keylen}"),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        let name = format!("enc-caller-{keylen}");
+        let mut enc = encode(
+            &dir,
+            &name,
+            &[&format!("srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen={keylen}")],
+            &["--duration", "3s"],
+        );
+        assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+        rx.signal("INT");
+        rx.wait_timeout(Duration::from_secs(3));
+        let frames = decodable_frames(&out);
+        assert!(frames >= 60, "AES-{} as caller: {frames} frames", keylen * 8);
 
-    // srt-live-transmit calls our listener, AES-256.
-    let port = free_udp_port();
-    let out256 = dir.join("aes256.ts");
-    let mut enc = encode(
-        &dir,
-        "enc256",
-        &[&format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen=32")],
-        &["--duration", "6s"],
-    );
-    std::thread::sleep(Duration::from_millis(800));
-    let mut rx = slt_to_file(
-        &format!("srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen=32"),
-        &out256,
-        &dir,
-        "slt256",
-    );
-    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
-    rx.wait_timeout(Duration::from_secs(3));
-    assert!(decodable_frames(&out256) >= 90, "AES-256 listener: too few frames");
-    let log = std::fs::read_to_string(dir.join("enc256.stderr")).unwrap_or_default();
-    assert!(!log.contains(pass), "the passphrase appeared in the log");
-    let stats = std::fs::read_to_string(dir.join("enc256.stdout")).unwrap_or_default();
-    assert!(!stats.contains(pass), "the passphrase appeared in the stats");
+        // srt-live-transmit calls our listener.
+        let port = free_udp_port();
+        let out = dir.join(format!("listener-aes{keylen}.ts"));
+        let name = format!("enc-listener-{keylen}");
+        let mut enc = encode(
+            &dir,
+            &name,
+            &[&format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen={keylen}")],
+            &["--duration", "4s"],
+        );
+        std::thread::sleep(Duration::from_millis(800));
+        let mut rx = slt_to_file(
+            &format!("srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen={keylen}"),
+            &out,
+            &dir,
+            &format!("slt-caller-{keylen}"),
+        );
+        assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+        rx.wait_timeout(Duration::from_secs(3));
+        let frames = decodable_frames(&out);
+        assert!(frames >= 60, "AES-{} as listener: {frames} frames", keylen * 8);
+        for file in [format!("{name}.stderr"), format!("{name}.stdout")] {
+            let text = std::fs::read_to_string(dir.join(&file)).unwrap_or_default();
+            assert!(!text.contains(pass), "the passphrase appeared in {file}");
+        }
+    }
 }
 
 /// Done-when 3: a wrong passphrase is reported on our side within seconds, in words.

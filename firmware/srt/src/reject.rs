@@ -38,10 +38,10 @@ pub fn classify(line: &str) -> Option<RejectReason> {
         Some(RejectReason::BadPassphrase)
     } else if l.contains("unsecure") || l.contains("password required") || l.contains("encryption") {
         Some(RejectReason::EncryptionMismatch)
-    } else if l.contains("rejected") || l.contains("reject reported") {
-        Some(RejectReason::Other(line.split(':').next_back().unwrap_or(line).trim().to_string()))
     } else {
-        None
+        // libsrt ends these lines with its reason: "rsp(REJECT): 1003 - System resource ...".
+        let reason = line.rsplit(" - ").next().or_else(|| line.rsplit(':').next()).unwrap_or(line);
+        Some(RejectReason::Other(reason.trim().to_string()))
     }
 }
 
@@ -109,10 +109,10 @@ mod tests {
             classify("processConnectRequest: rsp(REJECT): 1012 - Password required or unexpected"),
             Some(RejectReason::EncryptionMismatch)
         );
-        assert!(matches!(
+        assert_eq!(
             classify("processConnectRequest: rsp(REJECT): 1003 - System resource allocation failure"),
-            Some(RejectReason::Other(_))
-        ));
+            Some(RejectReason::Other("System resource allocation failure".into()))
+        );
         assert_eq!(classify("epoll/update: IPE: update struck E1 which is NOT SUBSCRIBED to @1"), None);
     }
 }
