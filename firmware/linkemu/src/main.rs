@@ -1,0 +1,109 @@
+//! `linkemu`: relay UDP through an emulated link.
+//!
+//! `linkemu --listen 127.0.0.1:9000 --target 127.0.0.1:9001 --profile 4g-fixed` reads the
+//! profile from bench/links.toml (or `--profiles FILE`); `--rtt-ms`, `--jitter-ms`, `--loss-pct`
+//! and `--rate-kbps` override it. Prints the counters as one JSON line a second.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use linkemu::{Impairment, LinkProfile, Profiles};
+
+#[derive(Debug, Parser)]
+#[command(name = "linkemu", version, about = "Relay UDP through an emulated network link")]
+struct Args {
+    /// Address to listen on.
+    #[arg(long)]
+    listen: SocketAddr,
+    /// Where to forward.
+    #[arg(long)]
+    target: SocketAddr,
+    /// Profile name from the profiles file.
+    #[arg(long)]
+    profile: Option<String>,
+    /// The profiles file.
+    #[arg(long, default_value = "bench/links.toml")]
+    profiles: PathBuf,
+    /// Round-trip time to add, ms.
+    #[arg(long)]
+    rtt_ms: Option<f64>,
+    /// One-way delay standard deviation, ms.
+    #[arg(long)]
+    jitter_ms: Option<f64>,
+    /// Random loss each direction, percent.
+    #[arg(long)]
+    loss_pct: Option<f64>,
+    /// Bottleneck rate each direction, kbit/s.
+    #[arg(long)]
+    rate_kbps: Option<f64>,
+    /// Seed: the same seed repeats the same drops.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    seconds: Option<f64>,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mut profile = match &args.profile {
+        Some(name) => Profiles::load(&args.profiles)?.get(name)?.clone(),
+        None => LinkProfile {
+            name: "custom".into(),
+            source: String::new(),
+            rtt_ms: 0.0,
+            jitter_ms: 0.0,
+            reorder: false,
+            loss_pct: 0.0,
+            burst_loss: None,
+            rate_kbps: 0.0,
+            queue_ms: None,
+            events: Vec::new(),
+            sweep_rtt_ms: None,
+        },
+    };
+    if let Some(v) = args.rtt_ms {
+        profile.rtt_ms = v;
+    }
+    if let Some(v) = args.jitter_ms {
+        profile.jitter_ms = v;
+    }
+    if let Some(v) = args.loss_pct {
+        profile.loss_pct = v;
+    }
+    if let Some(v) = args.rate_kbps {
+        profile.rate_kbps = v;
+    }
+    let forward = Impairment::new(profile.params(), profile.events.clone(), args.seed);
+    let reverse = Impairment::new(profile.params(), profile.events.clone(), args.seed.wrapping_add(1));
+    let relay = linkemu::relay::start(args.listen, args.target, forward, reverse)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    eprintln!("linkemu: {} -> {} through {:?}", relay.listen, args.target, profile.name);
+    let started = std::time::Instant::now();
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        println!("{}", serde_json_line(started.elapsed().as_secs_f64(), &relay.stats()));
+        if args.seconds.is_some_and(|s| started.elapsed().as_secs_f64() >= s) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn serde_json_line(t: f64, s: &linkemu::relay::RelayStats) -> String {
+    let d = |d: &linkemu::relay::DirectionStats| {
+        format!(
+            "{{\"offered\":{},\"delivered\":{},\"bytes_delivered\":{},\"dropped_random\":{},\"dropped_burst\":{},\"dropped_queue\":{}}}",
+            d.offered, d.delivered, d.bytes_delivered, d.dropped_random, d.dropped_burst, d.dropped_queue
+        )
+    };
+    format!("{{\"t\":{t:.1},\"forward\":{},\"reverse\":{}}}", d(&s.forward), d(&s.reverse))
+}
