@@ -186,3 +186,26 @@ pub fn summary(path: &Path) -> serde_json::Value {
         .find_map(|v| v.get("summary").cloned())
         .unwrap_or_else(|| panic!("no summary in {}", path.display()))
 }
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// `telebridge decode` with stats, as a child process.
+pub fn decoder(dir: &Path, name: &str, input: &str, extra: &[&str]) -> Proc {
+    let mut cmd = telebridge();
+    cmd.args(["decode", "--input", input, "--sink", "fake", "--stats", "json"]).args(extra);
+    Proc::spawn(cmd, dir, name)
+}
+
+/// `telebridge encode` from the test source with stats, as a child process.
+pub fn encoder(dir: &Path, name: &str, outputs: &[&str], extra: &[&str]) -> Proc {
+    let mut cmd = telebridge();
+    cmd.args(["encode", "--source", "test", "--stats", "json"]);
+    for o in outputs {
+        cmd.args(["--output", o]);
+    }
+    cmd.args(extra);
+    Proc::spawn(cmd, dir, name)
+}

@@ -3,9 +3,13 @@
 //! hands MPEG-TS to any number of outputs.
 
 pub mod capture_device;
+pub mod decode_pipeline;
+pub mod decoder_choice;
+pub mod display;
 pub mod encoder_choice;
 pub mod encoder_pipeline;
 mod error;
+pub mod latency;
 pub mod platform;
 pub mod timecode;
 

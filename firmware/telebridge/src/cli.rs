@@ -24,6 +24,9 @@ pub struct Cli {
 enum Command {
     /// Capture, encode to H.264 and send MPEG-TS over SRT to every --output at once.
     Encode(Box<EncodeArgs>),
+    /// Receive SRT, decode, and show it (HDMI, a window, a file, or nowhere), with a slate when
+    /// nothing arrives and glass-to-glass latency when the sender burns in timecodes.
+    Decode(DecodeArgs),
     /// Check or print the configuration file.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -50,6 +53,28 @@ enum ConfigCommand {
 enum StatsFormat {
     /// One JSON object a second on stdout, and a summary at exit.
     Json,
+}
+
+#[derive(Debug, Args)]
+struct DecodeArgs {
+    /// srt://:PORT?mode=listener&latency=MS&passphrase=... (or a caller or rendezvous URL).
+    #[arg(long)]
+    input: String,
+    /// auto | kms | window | fake | file:PATH
+    #[arg(long, default_value = "auto")]
+    sink: String,
+    /// discard | alsa:DEVICE
+    #[arg(long, default_value = "discard")]
+    audio_out: String,
+    /// The box's name, shown on the slate.
+    #[arg(long, default_value = "telebridge")]
+    name: String,
+    /// Print statistics once a second.
+    #[arg(long, value_enum)]
+    stats: Option<StatsFormat>,
+    /// Stop after this long (10s, 2m, ...).
+    #[arg(long, value_parser = crate::duration::parse)]
+    duration: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -106,6 +131,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Config(ConfigCommand::Check { file }) => config_check(&file),
         Command::Encoders { config } => encoders(config),
         Command::Encode(args) => encode(*args),
+        Command::Decode(args) => decode(args),
     }
 }
 
@@ -284,6 +310,58 @@ fn encode(args: EncodeArgs) -> ExitCode {
     let options = RunOptions { duration: args.duration, on_sample };
     let result = runtime.block_on(telebridge_appliance::run_encoder(valid, options, shutdown_signal()));
     match result {
+        Ok(summary) => {
+            if json {
+                if let Ok(line) = serde_json::to_string(&serde_json::json!({ "summary": summary })) {
+                    println!("{line}");
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(AppError::BadInput(e)) => bad_input(e),
+        Err(AppError::Runtime(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn decode(args: DecodeArgs) -> ExitCode {
+    let input = match telebridge_config::SrtUrl::parse(&args.input) {
+        Ok(u) => u,
+        Err(e) => return bad_input(format!("--input: {e}")),
+    };
+    let sink = match telebridge_media::display::SinkKind::parse(&args.sink) {
+        Ok(s) => s,
+        Err(e) => return bad_input(format!("--sink: {e}")),
+    };
+    let audio = match args.audio_out.as_str() {
+        "discard" => telebridge_media::decode_pipeline::AudioOut::Discard,
+        other => match other.strip_prefix("alsa:") {
+            Some(dev) if !dev.is_empty() => telebridge_media::decode_pipeline::AudioOut::Alsa(dev.to_string()),
+            _ => return bad_input(format!("--audio-out: {other:?} is not one of discard, alsa:DEVICE")),
+        },
+    };
+    let json = args.stats == Some(StatsFormat::Json);
+    let on_sample: Option<telebridge_appliance::DecodeSampleCallback> = if json {
+        Some(Arc::new(|s| {
+            if let Ok(line) = serde_json::to_string(s) {
+                println!("{line}");
+            }
+        }))
+    } else {
+        None
+    };
+    let options =
+        telebridge_appliance::DecodeOptions { name: args.name, input, sink, audio, duration: args.duration, on_sample };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(telebridge_appliance::run_decoder(options, shutdown_signal())) {
         Ok(summary) => {
             if json {
                 if let Ok(line) = serde_json::to_string(&serde_json::json!({ "summary": summary })) {

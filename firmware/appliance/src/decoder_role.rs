@@ -1,0 +1,315 @@
+//! The decoder role: SRT in, decode, show; a slate saying what the box waits for whenever no
+//! picture arrives; glass-to-glass latency from the timecodes the test source burns in.
+//!
+//! ```text
+//! SrtInput (srtsrc ! appsink) ──TS──► DecodePipeline (restarted per connection) ──frames──► Display (never torn down)
+//!                                              └── timecode reader ──► LatencyWindow
+//! ```
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use telebridge_config::{SrtMode, SrtUrl};
+use telebridge_media::decode_pipeline::{AudioOut, DecodePipeline, DecoderCounters};
+use telebridge_media::decoder_choice::{choose_decoder, DecoderChoice};
+use telebridge_media::display::{Display, SinkKind};
+use telebridge_media::latency::{LatencySummary, LatencyWindow};
+use telebridge_media::timecode;
+use telebridge_media::Platform;
+use telebridge_srt::{InputStatus, SrtInput};
+use tracing::{info, warn};
+
+use crate::AppError;
+
+/// Receives each one-second decoder sample.
+pub type DecodeSampleCallback = Arc<dyn Fn(&DecodeSample) + Send + Sync>;
+
+/// How to run the decoder.
+#[derive(Clone)]
+pub struct DecodeOptions {
+    /// The box's name, for the slate.
+    pub name: String,
+    /// Where the stream comes from.
+    pub input: SrtUrl,
+    /// Where the picture goes.
+    pub sink: SinkKind,
+    /// Where the sound goes.
+    pub audio: AudioOut,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Called with each one-second sample.
+    pub on_sample: Option<DecodeSampleCallback>,
+}
+
+impl std::fmt::Debug for DecodeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodeOptions").field("input", &self.input).field("sink", &self.sink).finish_non_exhaustive()
+    }
+}
+
+/// Decoder figures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DecoderStats {
+    /// The decoder element.
+    pub element: String,
+    /// Frames decoded per second over the last interval.
+    pub fps: f64,
+    /// Frames decoded so far.
+    pub frames_decoded: u64,
+    /// Frames missing between timecodes (lost for good upstream), test-pattern senders only.
+    pub frames_missing: u64,
+    /// Audio frames decoded so far.
+    pub audio_frames: u64,
+    /// Picture size of the last frame.
+    pub width: u32,
+    /// Picture height.
+    pub height: u32,
+}
+
+/// What the screen shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct DisplayStats {
+    /// kms, window, fake, file.
+    pub sink: String,
+    /// `video` or `slate`.
+    pub showing: &'static str,
+    /// The slate's words (what the box waits for, and why).
+    pub slate: String,
+    /// When the slate last came on screen (ms since the Unix epoch).
+    pub slate_since_unix_ms: Option<u64>,
+    /// When the picture last came on screen (ms since the Unix epoch).
+    pub video_since_unix_ms: Option<u64>,
+}
+
+/// One line of `decode --stats json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecodeSample {
+    /// Seconds since start.
+    pub t: f64,
+    /// The SRT input.
+    pub input: InputStatus,
+    /// The decoder.
+    pub decoder: DecoderStats,
+    /// The screen.
+    pub display: DisplayStats,
+    /// Glass-to-glass latency over the last 5 s, when the sender burns in timecodes.
+    pub latency: Option<LatencySummary>,
+}
+
+/// The decoder's summary at exit.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecodeSummary {
+    /// How long it ran, s.
+    pub duration_s: f64,
+    /// Decoder totals.
+    pub decoder: DecoderStats,
+    /// The input's final status.
+    pub input: InputStatus,
+    /// Latency over the whole run.
+    pub latency: Option<LatencySummary>,
+    /// Seconds the slate was on screen (counted once a second).
+    pub slate_s: u64,
+}
+
+/// The words on the slate.
+pub fn slate_text(name: &str, url: &SrtUrl, reason: Option<&str>) -> String {
+    let how = match url.mode {
+        SrtMode::Listener => {
+            let addrs = local_addresses();
+            let at = if addrs.is_empty() { String::new() } else { format!(" at {}", addrs.join(", ")) };
+            format!("listening for an SRT caller on port {}{at}", url.port)
+        }
+        SrtMode::Caller => format!("calling SRT {}:{}", url.host.as_deref().unwrap_or(""), url.port),
+        SrtMode::Rendezvous => format!("SRT rendezvous with {}:{}", url.host.as_deref().unwrap_or(""), url.port),
+    };
+    let mut text = format!("{name}\nNo picture: {how}");
+    if let Some(r) = reason {
+        text.push('\n');
+        text.push_str(r);
+    }
+    text
+}
+
+/// This machine's IPv4 addresses other than loopback, from the kernel's table.
+fn local_addresses() -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string("/proc/net/fib_trie") else { return Vec::new() };
+    let mut out: Vec<String> = Vec::new();
+    let mut last_ip: Option<&str> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(ip) = t.strip_prefix("|-- ") {
+            last_ip = Some(ip);
+        } else if t.contains("/32 host LOCAL") {
+            if let Some(ip) = last_ip.filter(|ip| !ip.starts_with("127.")) {
+                if !out.iter().any(|o| o == ip) {
+                    out.push(ip.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Chooses the decoder and logs why.
+pub fn select_decoder() -> Result<DecoderChoice, AppError> {
+    let choice = choose_decoder(&Platform::detect(), &telebridge_media::has_element)
+        .ok_or_else(|| AppError::BadInput("no H.264 decoder: install gstreamer1.0-libav".into()))?;
+    info!(decoder = choice.element, reason = %choice.reason, "H.264 decoder chosen");
+    Ok(choice)
+}
+
+struct Decoding {
+    pipeline: Option<DecodePipeline>,
+    last_push: Option<Instant>,
+}
+
+/// Runs the decoder until `duration` elapses or `shutdown` completes.
+pub async fn run_decoder(
+    options: DecodeOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<DecodeSummary, AppError> {
+    telebridge_media::init()?;
+    telebridge_srt::install_log_hook();
+    let decoder = select_decoder()?;
+    let first_text = slate_text(&options.name, &options.input, None);
+    let display = Arc::new(Display::start(options.sink.clone(), (1280, 720), first_text)?);
+    let counters = Arc::new(DecoderCounters::default());
+    let recent = Arc::new(Mutex::new(LatencyWindow::new(Duration::from_secs(5))));
+    let whole = Arc::new(Mutex::new(LatencyWindow::new(Duration::from_secs(86_400))));
+    let decoding = Arc::new(Mutex::new(Decoding { pipeline: None, last_push: None }));
+
+    let on_frame: telebridge_media::decode_pipeline::FrameConsumer = {
+        let d = display.clone();
+        Arc::new(move |s| d.show(s))
+    };
+    let on_timecode: telebridge_media::decode_pipeline::TimecodeConsumer = {
+        let (recent, whole) = (recent.clone(), whole.clone());
+        Arc::new(move |tc| {
+            let ms = tc.age_us(timecode::now_us()) as f64 / 1000.0;
+            if ms < 60_000.0 {
+                let now = Instant::now();
+                recent.lock().unwrap_or_else(|p| p.into_inner()).push(now, ms);
+                whole.lock().unwrap_or_else(|p| p.into_inner()).push(now, ms);
+            }
+        })
+    };
+    let on_data: telebridge_srt::input::TsConsumer = {
+        let (decoding, counters, decoder, audio) =
+            (decoding.clone(), counters.clone(), decoder.clone(), options.audio.clone());
+        Arc::new(move |buf| {
+            let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
+            // A gap means a new connection or a sender restart: start the decoder afresh.
+            let stale = d.last_push.is_none_or(|t| t.elapsed() > Duration::from_millis(500));
+            if d.pipeline.is_none() || stale {
+                d.pipeline = None;
+                match DecodePipeline::start(&decoder, &audio, counters.clone(), on_frame.clone(), on_timecode.clone()) {
+                    Ok(p) => d.pipeline = Some(p),
+                    Err(e) => warn!(error = %e, "cannot start the decoder"),
+                }
+            }
+            d.last_push = Some(Instant::now());
+            if let Some(p) = &d.pipeline {
+                p.push(buf);
+            }
+        })
+    };
+    let input = SrtInput::start(options.input.clone(), on_data).map_err(|e| AppError::BadInput(e.to_string()))?;
+    let status = input.status();
+    let started = Instant::now();
+    info!(input = %options.input, sink = options.sink.name(), "decoder running");
+
+    tokio::pin!(shutdown);
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut last_sample = Instant::now();
+    let mut last_frames = 0u64;
+    let mut slate_s = 0u64;
+    let stats = |fps: f64| DecoderStats {
+        element: decoder.element.to_string(),
+        fps,
+        frames_decoded: counters.frames_decoded.load(Ordering::Relaxed),
+        frames_missing: counters.frames_missing.load(Ordering::Relaxed),
+        audio_frames: counters.audio_frames.load(Ordering::Relaxed),
+        width: counters.width.load(Ordering::Relaxed),
+        height: counters.height.load(Ordering::Relaxed),
+    };
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => { info!("stopping on request"); break; }
+            _ = tick.tick() => {}
+        }
+        if options.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        {
+            let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(err) = d.pipeline.as_ref().and_then(|p| p.error()) {
+                warn!(error = %err, "decoder failed; restarting it with the next data");
+                d.pipeline = None;
+            }
+        }
+        let st = status.borrow().clone();
+        display.set_slate_text(&slate_text(&options.name, &options.input, st.reason.as_deref()));
+        if last_sample.elapsed() >= Duration::from_secs(1) {
+            let secs = last_sample.elapsed().as_secs_f64();
+            last_sample = Instant::now();
+            let frames = counters.frames_decoded.load(Ordering::Relaxed);
+            let fps = ((frames - last_frames) as f64 / secs * 10.0).round() / 10.0;
+            last_frames = frames;
+            let showing_slate = display.showing_slate();
+            if showing_slate {
+                slate_s += 1;
+            }
+            let sample = DecodeSample {
+                t: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+                input: st,
+                decoder: stats(fps),
+                display: DisplayStats {
+                    sink: options.sink.name().to_string(),
+                    showing: if showing_slate { "slate" } else { "video" },
+                    slate: display.slate_text(),
+                    slate_since_unix_ms: display.transitions().0,
+                    video_since_unix_ms: display.transitions().1,
+                },
+                latency: recent.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
+            };
+            if let Some(cb) = &options.on_sample {
+                cb(&sample);
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    let final_input = status.borrow().clone();
+    input.stop();
+    decoding.lock().unwrap_or_else(|p| p.into_inner()).pipeline = None;
+    let frames = counters.frames_decoded.load(Ordering::Relaxed);
+    let summary = DecodeSummary {
+        duration_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
+        decoder: stats(((frames as f64 / elapsed.as_secs_f64().max(0.001)) * 10.0).round() / 10.0),
+        input: final_input,
+        latency: whole.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
+        slate_s,
+    };
+    if let Ok(mut d) = Arc::try_unwrap(display) {
+        d.stop();
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slate_says_what_the_box_waits_for_and_why() {
+        let url = SrtUrl::parse("srt://:9000?mode=listener&passphrase=0123456789").unwrap();
+        let t = slate_text("studio-a", &url, Some("passphrase rejected: the two ends have different passphrases"));
+        assert!(t.starts_with("studio-a\nNo picture: listening for an SRT caller on port 9000"), "{t}");
+        assert!(t.ends_with("\npassphrase rejected: the two ends have different passphrases"), "{t}");
+        assert!(!t.contains("0123456789"));
+        let url = SrtUrl::parse("srt://encoder.example:9000").unwrap();
+        assert_eq!(slate_text("b", &url, None), "b\nNo picture: calling SRT encoder.example:9000");
+    }
+}

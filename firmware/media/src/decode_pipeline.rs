@@ -1,0 +1,198 @@
+//! The decode pipeline: MPEG-TS in, raw frames out, restarted for every new connection so that a
+//! sender's restart (new timestamps, new continuity counters) never confuses the decoder.
+//!
+//! ```text
+//! appsrc(TS, leaky) ! tsdemux ─ h264parse ! H.264 decoder ! videoconvert ! I420 ! appsink ──► frames (display, timecode reader)
+//!                            └ aacparse ! avdec_aac ! audioconvert ! audioresample ! audio sink
+//! ```
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use gst::prelude::*;
+use gst_video::prelude::*;
+use tracing::{debug, warn};
+
+use crate::decoder_choice::DecoderChoice;
+use crate::error::{make, MediaError};
+use crate::timecode::{self, Timecode};
+
+/// Counters of one decode pipeline's life plus the frame size.
+#[derive(Debug, Default)]
+pub struct DecoderCounters {
+    /// Video frames decoded.
+    pub frames_decoded: AtomicU64,
+    /// Frames missing between consecutive timecodes (test-pattern senders only).
+    pub frames_missing: AtomicU64,
+    /// Audio frames decoded.
+    pub audio_frames: AtomicU64,
+    /// Width of the last frame.
+    pub width: AtomicU32,
+    /// Height of the last frame.
+    pub height: AtomicU32,
+}
+
+/// Where decoded audio goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AudioOut {
+    /// Decoded and counted, not played.
+    Discard,
+    /// Played on an ALSA device (`default` or `hw:CARD=vc4hdmi0`).
+    Alsa(String),
+}
+
+/// Receives each decoded frame.
+pub type FrameConsumer = Arc<dyn Fn(&gst::Sample) + Send + Sync>;
+/// Receives each timecode read from a frame.
+pub type TimecodeConsumer = Arc<dyn Fn(Timecode) + Send + Sync>;
+
+/// A running decode pipeline.
+#[derive(Debug)]
+pub struct DecodePipeline {
+    pipeline: gst::Pipeline,
+    appsrc: gst_app::AppSrc,
+}
+
+impl DecodePipeline {
+    /// Builds and starts a decode pipeline. Counters accumulate in `counters` across restarts.
+    pub fn start(
+        decoder: &DecoderChoice,
+        audio: &AudioOut,
+        counters: Arc<DecoderCounters>,
+        on_frame: FrameConsumer,
+        on_timecode: TimecodeConsumer,
+    ) -> Result<Self, MediaError> {
+        let pipeline = gst::Pipeline::with_name("decoder");
+        let caps = gst::Caps::builder("video/mpegts").field("systemstream", true).field("packetsize", 188i32).build();
+        let appsrc = gst_app::AppSrc::builder()
+            .name("ts-in")
+            .caps(&caps)
+            .format(gst::Format::Time)
+            .is_live(true)
+            .block(false)
+            .max_bytes(4 * 1024 * 1024)
+            .leaky_type(gst_app::AppLeakyType::Downstream)
+            .build();
+        let demux = gst::ElementFactory::make("tsdemux").build()?;
+        let parse = gst::ElementFactory::make("h264parse").build()?;
+        let dec = make(decoder.element, "gstreamer1.0-libav")?;
+        if decoder.element == "avdec_h264" {
+            // Frame threading holds back one frame per thread; slice threading adds none.
+            dec.set_property_from_str("thread-type", "slice");
+        }
+        let convert = make("videoconvert", "gstreamer1.0-plugins-base")?;
+        let i420 = gst::ElementFactory::make("capsfilter")
+            .property("caps", gst::Caps::builder("video/x-raw").field("format", "I420").build())
+            .build()?;
+        let vsink =
+            gst_app::AppSink::builder().name("frames").sync(false).async_(false).max_buffers(2).drop(true).build();
+        let aparse = make("aacparse", "gstreamer1.0-plugins-good")?;
+        let adec = make("avdec_aac", "gstreamer1.0-libav")?;
+        let aconv = make("audioconvert", "gstreamer1.0-plugins-base")?;
+        let ares = make("audioresample", "gstreamer1.0-plugins-base")?;
+        let asink = match audio {
+            AudioOut::Discard => {
+                gst::ElementFactory::make("fakesink").property("sync", false).property("async", false).build()?
+            }
+            AudioOut::Alsa(device) => gst::ElementFactory::make("alsasink")
+                .property("device", device)
+                .property("async", false)
+                .build()
+                .map_err(|_| MediaError::ElementMissing { element: "alsasink", package: "gstreamer1.0-alsa" })?,
+        };
+        let video_chain = [&parse, &dec, &convert, &i420, vsink.upcast_ref()];
+        let audio_chain = [&aparse, &adec, &aconv, &ares, &asink];
+        pipeline.add_many([appsrc.upcast_ref(), &demux])?;
+        pipeline.add_many(video_chain)?;
+        pipeline.add_many(audio_chain)?;
+        appsrc.link(&demux)?;
+        gst::Element::link_many(video_chain)?;
+        gst::Element::link_many(audio_chain)?;
+
+        let (vpad, apad) = (parse.static_pad("sink"), aparse.static_pad("sink"));
+        demux.connect_pad_added(move |_, pad| {
+            let name =
+                pad.current_caps().and_then(|c| c.structure(0).map(|s| s.name().to_string())).unwrap_or_default();
+            let target = if name.starts_with("video/x-h264") || pad.name().starts_with("video") {
+                vpad.as_ref()
+            } else if name.starts_with("audio/mpeg") || pad.name().starts_with("audio") {
+                apad.as_ref()
+            } else {
+                None
+            };
+            if let Some(t) = target.filter(|t| !t.is_linked()) {
+                if let Err(e) = pad.link(t) {
+                    warn!(pad = %pad.name(), error = ?e, "cannot link demuxed stream");
+                }
+            }
+        });
+
+        let c = counters.clone();
+        if let Some(pad) = aparse.static_pad("src") {
+            pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+                c.audio_frames.fetch_add(1, Ordering::Relaxed);
+                gst::PadProbeReturn::Ok
+            });
+        }
+        let last_frame_no = std::sync::Mutex::new(None::<u32>);
+        vsink.set_callbacks(
+            gst_app::AppSinkCallbacks::builder()
+                .new_sample(move |sink| {
+                    let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    counters.frames_decoded.fetch_add(1, Ordering::Relaxed);
+                    if let (Some(buffer), Some(info)) =
+                        (sample.buffer(), sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok()))
+                    {
+                        counters.width.store(info.width(), Ordering::Relaxed);
+                        counters.height.store(info.height(), Ordering::Relaxed);
+                        if let Ok(frame) = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &info) {
+                            let stride = frame.plane_stride()[0] as usize;
+                            if let Ok(luma) = frame.plane_data(0) {
+                                if let Some(tc) =
+                                    timecode::read_luma(luma, stride, info.width() as usize, info.height() as usize)
+                                {
+                                    let mut last = last_frame_no.lock().unwrap_or_else(|p| p.into_inner());
+                                    if let Some(prev) = *last {
+                                        let gap = tc.frame.wrapping_sub(prev) & 0xff_ffff;
+                                        if gap > 1 && gap < 1000 {
+                                            counters.frames_missing.fetch_add(u64::from(gap - 1), Ordering::Relaxed);
+                                        }
+                                    }
+                                    *last = Some(tc.frame);
+                                    on_timecode(tc);
+                                }
+                            }
+                        }
+                    }
+                    on_frame(&sample);
+                    Ok(gst::FlowSuccess::Ok)
+                })
+                .build(),
+        );
+        pipeline.set_state(gst::State::Playing)?;
+        debug!(decoder = decoder.element, "decode pipeline started");
+        Ok(Self { pipeline, appsrc })
+    }
+
+    /// Hands the decoder one TS buffer; never blocks.
+    pub fn push(&self, buffer: &gst::Buffer) {
+        let _ = self.appsrc.push_buffer(buffer.clone());
+    }
+
+    /// The first error the pipeline posted, if any.
+    pub fn error(&self) -> Option<MediaError> {
+        let bus = self.pipeline.bus()?;
+        while let Some(msg) = bus.pop() {
+            if let gst::MessageView::Error(e) = msg.view() {
+                return Some(MediaError::from_bus_error(e));
+            }
+        }
+        None
+    }
+}
+
+impl Drop for DecodePipeline {
+    fn drop(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}

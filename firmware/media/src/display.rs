@@ -1,0 +1,393 @@
+//! The display: decoded frames to the screen, and a slate when none arrive. Its pipeline is
+//! built once and never torn down, so the HDMI output never goes black.
+//!
+//! ```text
+//! appsrc(raw, do-timestamp) [! videoconvert ! videoscale] ! kmssink | autovideosink | fakesink
+//!                            ! videoconvert ! videoscale ! x264enc ! matroskamux ! filesink   (file:PATH, for tests)
+//! ```
+//! A watchdog thread pushes the slate (a still picture saying what the box waits for) five
+//! times a second whenever no frame has arrived for [`SLATE_AFTER`].
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use gst::prelude::*;
+use tracing::{info, warn};
+
+use crate::error::{make, MediaError};
+
+/// No frame for this long and the slate shows.
+pub const SLATE_AFTER: Duration = Duration::from_millis(500);
+
+/// Where the picture goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SinkKind {
+    /// The HDMI output through KMS (`kmssink`), optionally on a given connector.
+    Kms {
+        /// DRM connector id; the first connected one when `None`.
+        connector: Option<u32>,
+    },
+    /// A window on the desktop (`autovideosink`).
+    Window,
+    /// Nowhere (`fakesink`): headless boxes and tests.
+    Fake,
+    /// A Matroska file of what the screen would show (for tests).
+    File(PathBuf),
+}
+
+impl SinkKind {
+    /// Parses `auto|kms|window|fake|file:PATH`; `auto` picks KMS if a display is connected,
+    /// else a window if a desktop is running, else fake.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::auto()),
+            "kms" => Ok(Self::Kms { connector: None }),
+            "window" => Ok(Self::Window),
+            "fake" => Ok(Self::Fake),
+            _ => match s.strip_prefix("file:") {
+                Some(p) if !p.is_empty() => Ok(Self::File(PathBuf::from(p))),
+                _ => Err(format!("{s:?} is not one of auto, kms, window, fake, file:PATH")),
+            },
+        }
+    }
+
+    fn auto() -> Self {
+        let connected = std::fs::read_dir("/sys/class/drm")
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .any(|e| std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| s.trim() == "connected"))
+            })
+            .unwrap_or(false);
+        if connected && crate::has_element("kmssink") {
+            Self::Kms { connector: None }
+        } else if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some() {
+            Self::Window
+        } else {
+            Self::Fake
+        }
+    }
+
+    /// A short name for stats.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SinkKind::Kms { .. } => "kms",
+            SinkKind::Window => "window",
+            SinkKind::Fake => "fake",
+            SinkKind::File(_) => "file",
+        }
+    }
+}
+
+struct State {
+    last_frame: Option<Instant>,
+    /// Wall-clock ms when the slate or the picture last came on screen.
+    slate_since_unix_ms: Option<u64>,
+    video_since_unix_ms: Option<u64>,
+    slate_text: String,
+    slate: Option<(String, (u32, u32), gst::Sample)>,
+    size: (u32, u32),
+}
+
+/// The running display.
+pub struct Display {
+    pipeline: gst::Pipeline,
+    appsrc: gst_app::AppSrc,
+    state: Arc<Mutex<State>>,
+    showing_slate: Arc<AtomicBool>,
+    frames_shown: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    watchdog: Option<JoinHandle<()>>,
+    kind: SinkKind,
+}
+
+impl std::fmt::Debug for Display {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Display").field("kind", &self.kind).finish_non_exhaustive()
+    }
+}
+
+impl Display {
+    /// Starts the display on `kind`, showing the slate with `slate_text` until frames arrive.
+    /// `size` is the slate's size until the first frame sets it.
+    pub fn start(kind: SinkKind, size: (u32, u32), slate_text: String) -> Result<Self, MediaError> {
+        let pipeline = gst::Pipeline::with_name("display");
+        let appsrc = gst_app::AppSrc::builder()
+            .name("frames")
+            .format(gst::Format::Time)
+            .is_live(true)
+            .do_timestamp(true)
+            .block(false)
+            .max_buffers(3)
+            .leaky_type(gst_app::AppLeakyType::Downstream)
+            .build();
+        let mut chain: Vec<gst::Element> = vec![appsrc.clone().upcast()];
+        match &kind {
+            SinkKind::Fake => chain
+                .push(gst::ElementFactory::make("fakesink").property("sync", false).property("async", false).build()?),
+            SinkKind::Window | SinkKind::Kms { .. } => {
+                chain.push(make("videoconvert", "gstreamer1.0-plugins-base")?);
+                chain.push(make("videoscale", "gstreamer1.0-plugins-base")?);
+                let sink = if let SinkKind::Kms { connector } = &kind {
+                    let s = gst::ElementFactory::make("kmssink").build().map_err(|_| MediaError::ElementMissing {
+                        element: "kmssink",
+                        package: "gstreamer1.0-plugins-bad",
+                    })?;
+                    if let Some(c) = connector {
+                        s.set_property("connector-id", *c as i32);
+                    }
+                    s
+                } else {
+                    make("autovideosink", "gstreamer1.0-plugins-good")?
+                };
+                sink.set_property("sync", false);
+                chain.push(sink);
+            }
+            SinkKind::File(path) => {
+                chain.push(make("videoconvert", "gstreamer1.0-plugins-base")?);
+                chain.push(make("videoscale", "gstreamer1.0-plugins-base")?);
+                let caps = gst::Caps::builder("video/x-raw")
+                    .field("width", size.0 as i32)
+                    .field("height", size.1 as i32)
+                    .field("format", "I420")
+                    .build();
+                chain.push(gst::ElementFactory::make("capsfilter").property("caps", caps).build()?);
+                let enc = make("x264enc", "gstreamer1.0-plugins-ugly")?;
+                enc.set_property_from_str("tune", "zerolatency");
+                enc.set_property_from_str("speed-preset", "ultrafast");
+                chain.push(enc);
+                chain.push(gst::ElementFactory::make("h264parse").build()?);
+                chain.push(make("matroskamux", "gstreamer1.0-plugins-good")?);
+                chain.push(
+                    gst::ElementFactory::make("filesink")
+                        .property("location", path.display().to_string())
+                        .property("sync", false)
+                        .build()?,
+                );
+            }
+        }
+        pipeline.add_many(&chain)?;
+        gst::Element::link_many(&chain)?;
+        pipeline.set_state(gst::State::Playing)?;
+        info!(sink = kind.name(), "display started");
+
+        let state = Arc::new(Mutex::new(State {
+            last_frame: None,
+            slate_since_unix_ms: None,
+            video_since_unix_ms: None,
+            slate_text,
+            slate: None,
+            size,
+        }));
+        let showing_slate = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (st, src, showing, stopping) = (state.clone(), appsrc.clone(), showing_slate.clone(), stop.clone());
+        let watchdog = std::thread::Builder::new()
+            .name("slate".into())
+            .spawn(move || {
+                while !stopping.load(Ordering::Relaxed) {
+                    let sample = {
+                        let mut s = st.lock().unwrap_or_else(|p| p.into_inner());
+                        if s.last_frame.is_some_and(|t| t.elapsed() < SLATE_AFTER) {
+                            None
+                        } else {
+                            let (text, size) = (s.slate_text.clone(), s.size);
+                            let fresh = s.slate.as_ref().is_some_and(|(t, z, _)| *t == text && *z == size);
+                            if !fresh {
+                                s.slate = Some((text.clone(), size, render_slate(&text, size)));
+                            }
+                            s.slate.as_ref().map(|(_, _, sample)| sample.clone())
+                        }
+                    };
+                    match sample {
+                        Some(sample) => {
+                            if !showing.swap(true, Ordering::Relaxed) {
+                                st.lock().unwrap_or_else(|p| p.into_inner()).slate_since_unix_ms = Some(unix_ms());
+                                info!("no picture: showing the slate");
+                            }
+                            push_fresh(&src, &sample);
+                            std::thread::sleep(Duration::from_millis(200));
+                        }
+                        None => std::thread::sleep(Duration::from_millis(50)),
+                    }
+                }
+            })
+            .map_err(|e| MediaError::Gst(e.to_string()))?;
+        Ok(Self {
+            pipeline,
+            appsrc,
+            state,
+            showing_slate,
+            frames_shown: Arc::new(AtomicU64::new(0)),
+            stop,
+            watchdog: Some(watchdog),
+            kind,
+        })
+    }
+
+    /// Shows a decoded frame.
+    pub fn show(&self, sample: &gst::Sample) {
+        {
+            let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            s.last_frame = Some(Instant::now());
+            if let Some(info) = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok()) {
+                s.size = (info.width(), info.height());
+            }
+        }
+        let first = self.frames_shown.load(Ordering::Relaxed) == 0;
+        if self.showing_slate.swap(false, Ordering::Relaxed) || first {
+            self.state.lock().unwrap_or_else(|p| p.into_inner()).video_since_unix_ms = Some(unix_ms());
+            info!("picture on screen");
+        }
+        self.frames_shown.fetch_add(1, Ordering::Relaxed);
+        push_fresh(&self.appsrc, sample);
+    }
+
+    /// Changes what the slate says.
+    pub fn set_slate_text(&self, text: &str) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.slate_text != text {
+            s.slate_text = text.to_string();
+        }
+    }
+
+    /// Whether the slate is on screen.
+    pub fn showing_slate(&self) -> bool {
+        self.showing_slate.load(Ordering::Relaxed)
+    }
+
+    /// When (wall clock, ms since the epoch) the slate last came on, and the picture last came on.
+    pub fn transitions(&self) -> (Option<u64>, Option<u64>) {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        (s.slate_since_unix_ms, s.video_since_unix_ms)
+    }
+
+    /// What the slate says now.
+    pub fn slate_text(&self) -> String {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).slate_text.clone()
+    }
+
+    /// Which sink is in use.
+    pub fn kind(&self) -> &SinkKind {
+        &self.kind
+    }
+
+    /// Ends the picture cleanly (a file sink gets its index) and stops.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(w) = self.watchdog.take() {
+            let _ = w.join();
+        }
+        let _ = self.appsrc.end_of_stream();
+        if let Some(bus) = self.pipeline.bus() {
+            let _ = bus
+                .timed_pop_filtered(gst::ClockTime::from_seconds(3), &[gst::MessageType::Eos, gst::MessageType::Error]);
+        }
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn unix_ms() -> u64 {
+    crate::timecode::now_us() / 1000
+}
+
+/// Pushes a frame with fresh timestamps (the appsrc stamps it), sharing its memory.
+fn push_fresh(appsrc: &gst_app::AppSrc, sample: &gst::Sample) {
+    let (Some(buffer), Some(caps)) = (sample.buffer(), sample.caps_owned()) else { return };
+    let mut copy = buffer.copy();
+    {
+        let b = copy.make_mut();
+        b.set_pts(gst::ClockTime::NONE);
+        b.set_dts(gst::ClockTime::NONE);
+        b.set_duration(gst::ClockTime::NONE);
+    }
+    let fresh = gst::Sample::builder().buffer(&copy).caps(&caps).build();
+    let _ = appsrc.push_sample(&fresh);
+}
+
+/// Renders the slate: the text centred on a dark blue picture. Without GStreamer's text overlay
+/// (package gstreamer1.0-x) the picture is plain, never missing.
+pub fn render_slate(text: &str, size: (u32, u32)) -> gst::Sample {
+    let build = || -> Result<gst::Sample, MediaError> {
+        let pipeline = gst::Pipeline::with_name("slate-render");
+        let src = gst::ElementFactory::make("videotestsrc")
+            .property("num-buffers", 1i32)
+            .property_from_str("pattern", "solid-color")
+            .property("foreground-color", 0xff_14_2a_4cu32)
+            .build()?;
+        let caps = gst::Caps::builder("video/x-raw")
+            .field("format", "I420")
+            .field("width", size.0 as i32)
+            .field("height", size.1 as i32)
+            .field("framerate", gst::Fraction::new(5, 1))
+            .build();
+        let filter = gst::ElementFactory::make("capsfilter").property("caps", &caps).build()?;
+        let sink = gst_app::AppSink::builder().sync(false).build();
+        let mut chain: Vec<gst::Element> = vec![src, filter];
+        match gst::ElementFactory::make("textoverlay").build() {
+            Ok(overlay) => {
+                let points = (size.1 / 30).clamp(8, 48);
+                overlay.set_property("text", text);
+                overlay.set_property("font-desc", format!("DejaVu Sans {points}"));
+                overlay.set_property_from_str("halignment", "center");
+                overlay.set_property_from_str("valignment", "center");
+                overlay.set_property_from_str("line-alignment", "center");
+                overlay.set_property("shaded-background", false);
+                chain.push(overlay);
+            }
+            Err(_) => warn!("textoverlay is missing (install gstreamer1.0-x): the slate has no words"),
+        }
+        chain.push(sink.clone().upcast());
+        pipeline.add_many(&chain)?;
+        gst::Element::link_many(&chain)?;
+        pipeline.set_state(gst::State::Playing)?;
+        let sample = sink.try_pull_sample(gst::ClockTime::from_seconds(2));
+        let _ = pipeline.set_state(gst::State::Null);
+        sample.ok_or_else(|| MediaError::Gst("slate renderer produced nothing".into()))
+    };
+    match build() {
+        Ok(s) => s,
+        Err(e) => {
+            warn!(error = %e, "cannot render the slate; showing a black picture");
+            let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::I420, size.0, size.1).build().ok();
+            let mut buffer = gst::Buffer::with_size(info.as_ref().map(|i| i.size()).unwrap_or(0))
+                .unwrap_or_else(|_| gst::Buffer::new());
+            if let Some(b) = buffer.get_mut() {
+                if let Ok(mut m) = b.map_writable() {
+                    let luma = (size.0 * size.1) as usize;
+                    let data = m.as_mut_slice();
+                    let split = luma.min(data.len());
+                    let (y, uv) = data.split_at_mut(split);
+                    y.fill(16);
+                    uv.fill(128);
+                }
+            }
+            let mut b = gst::Sample::builder().buffer(&buffer);
+            let caps = info.and_then(|i| i.to_caps().ok());
+            if let Some(c) = caps.as_ref() {
+                b = b.caps(c);
+            }
+            b.build()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sink_names() {
+        assert_eq!(SinkKind::parse("fake").unwrap(), SinkKind::Fake);
+        assert_eq!(SinkKind::parse("file:/tmp/x.mkv").unwrap(), SinkKind::File("/tmp/x.mkv".into()));
+        assert_eq!(SinkKind::parse("hdmi").unwrap_err(), "\"hdmi\" is not one of auto, kms, window, fake, file:PATH");
+    }
+}

@@ -1,0 +1,226 @@
+//! The decoder role against real senders: ffmpeg, srt-live-transmit (with AES-256) and our own
+//! encoder, on loopback. The decoder runs headless (`--sink fake`) and reports what a viewer
+//! would see in its `--stats json` lines.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use support::*;
+
+fn lines(p: &std::path::Path) -> Vec<serde_json::Value> {
+    json_lines(p).into_iter().filter(|l| l.get("t").is_some()).collect()
+}
+
+/// Done-when 1: ffmpeg's x264 + AAC over SRT into our listener: at least 90 % of the frames sent
+/// are decoded, at 1280x720, with audio.
+#[test]
+fn decodes_ffmpeg() {
+    let _serial = serial();
+    let dir = scratch("dec-ffmpeg");
+    let port = free_udp_port();
+    let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener"), &["--duration", "14s"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args([
+        "-nostdin",
+        "-loglevel",
+        "error",
+        "-re",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=1280x720:rate=30",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine",
+    ])
+    .args(["-t", "8", "-c:v", "libx264", "-tune", "zerolatency", "-c:a", "aac", "-f", "mpegts"])
+    .arg(format!("srt://127.0.0.1:{port}?mode=caller"));
+    let mut tx = Proc::spawn(cmd, &dir, "ffmpeg");
+    assert!(tx.wait_timeout(Duration::from_secs(20)).expect("ffmpeg ends").success());
+    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+    let s = summary(&dir.join("decoder.stdout"));
+    eprintln!("{}", s["decoder"]);
+    let frames = s["decoder"]["frames_decoded"].as_u64().unwrap_or(0);
+    assert!(frames >= 216, "decoded {frames} of 240 frames");
+    assert_eq!((s["decoder"]["width"].as_u64(), s["decoder"]["height"].as_u64()), (Some(1280), Some(720)));
+    assert!(s["decoder"]["audio_frames"].as_u64().unwrap_or(0) > 300, "audio: {}", s["decoder"]);
+}
+
+/// Done-when 2: srt-live-transmit as the sender of a TS file, encrypted with AES-256.
+#[test]
+fn decodes_srt_live_transmit_with_aes256() {
+    let _serial = serial();
+    let dir = scratch("dec-slt");
+    let file = dir.join("source.ts");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-nostdin",
+            "-loglevel",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=1280x720:rate=30",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine",
+            "-t",
+            "6",
+        ])
+        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac", "-f", "mpegts"])
+        .arg(&file)
+        .status()
+        .expect("ffmpeg makes the source file");
+    assert!(made.success());
+    let port = free_udp_port();
+    let pass = "decoder-aes-256-pass";
+    let mut dec = decoder(
+        &dir,
+        "decoder",
+        &format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen=32"),
+        &["--duration", "12s"],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    // ffmpeg -re paces the file in real time into srt-live-transmit's stdin; srt-live-transmit
+    // does not exit at the end of its input, so it gets 9 s.
+    let sh = format!(
+        "ffmpeg -nostdin -loglevel error -re -i {} -c copy -f mpegts - | timeout 9 srt-live-transmit -q file://con 'srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen=32'",
+        file.display()
+    );
+    let status = Command::new("sh").args(["-c", &sh]).stdin(Stdio::null()).status().expect("run the sender");
+    assert!(matches!(status.code(), Some(0) | Some(124)), "sender: {status:?}");
+    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+    let s = summary(&dir.join("decoder.stdout"));
+    let frames = s["decoder"]["frames_decoded"].as_u64().unwrap_or(0);
+    assert!(frames >= 162, "decoded {frames} of 180 frames: {s}");
+    assert!(s["decoder"]["audio_frames"].as_u64().unwrap_or(0) > 200);
+    let all = std::fs::read_to_string(dir.join("decoder.stdout")).unwrap_or_default()
+        + &std::fs::read_to_string(dir.join("decoder.stderr")).unwrap_or_default();
+    assert!(!all.contains(pass), "the passphrase appeared in the decoder's output");
+}
+
+/// Done-when 3: our encoder to our decoder: the meter reports a latency of at least the SRT
+/// latency and within a sane bound.
+#[test]
+fn latency_meter_reads_our_timecode() {
+    let _serial = serial();
+    let dir = scratch("dec-latency");
+    let port = free_udp_port();
+    let latency_ms = 200.0;
+    let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener&latency=200"), &["--duration", "10s"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let mut enc =
+        encoder(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller&latency=200")], &["--duration", "7s"]);
+    assert!(enc.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
+    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+    let s = summary(&dir.join("decoder.stdout"));
+    let l = &s["latency"];
+    eprintln!("configured SRT latency {latency_ms} ms; measured glass-to-glass {l}");
+    let p50 = l["p50_ms"].as_f64().expect("latency measured");
+    assert!(l["samples"].as_u64().unwrap_or(0) >= 150, "{l}");
+    assert!(p50 >= latency_ms, "p50 {p50} ms is below the configured SRT latency");
+    assert!(p50 < latency_ms + 500.0, "p50 {p50} ms");
+    assert_eq!(s["decoder"]["frames_missing"], 0, "{s}");
+}
+
+/// Done-when 4: the sender killed: the slate within 1 s; the sender back: decoded frames within
+/// 2 s, in the same decoder process.
+#[test]
+fn slate_on_loss_and_picture_back_on_return() {
+    let _serial = serial();
+    let dir = scratch("dec-slate");
+    let port = free_udp_port();
+    let mut dec =
+        decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener"), &["--duration", "16s", "--name", "studio-b"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let enc = encoder(&dir, "encoder1", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &[]);
+    std::thread::sleep(Duration::from_secs(4));
+    let killed = unix_ms();
+    enc.signal("KILL");
+    drop(enc);
+    std::thread::sleep(Duration::from_secs(3));
+    let restarted = unix_ms();
+    let mut enc2 = encoder(&dir, "encoder2", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
+    assert!(enc2.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
+    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+    let ls = lines(&dir.join("decoder.stdout"));
+    let slate_on = ls
+        .iter()
+        .filter_map(|l| l["display"]["slate_since_unix_ms"].as_u64())
+        .find(|t| *t >= killed)
+        .expect("slate after the kill");
+    let video_on = ls
+        .iter()
+        .filter_map(|l| l["display"]["video_since_unix_ms"].as_u64())
+        .find(|t| *t >= restarted)
+        .expect("picture after the restart");
+    eprintln!("slate {} ms after the kill; picture {} ms after the restart", slate_on - killed, video_on - restarted);
+    assert!(slate_on - killed <= 1000, "slate came {} ms after the kill", slate_on - killed);
+    assert!(video_on - restarted <= 2000, "picture came {} ms after the restart", video_on - restarted);
+    let during = ls.iter().find(|l| {
+        l["display"]["showing"] == "slate" && l["display"]["slate_since_unix_ms"].as_u64().is_some_and(|t| t >= killed)
+    });
+    let during = during.expect("a stats line while the slate showed");
+    let text = during["display"]["slate"].as_str().unwrap_or("");
+    assert!(text.starts_with("studio-b\nNo picture: listening for an SRT caller on port"), "{text}");
+    let s = summary(&dir.join("decoder.stdout"));
+    assert!(s["decoder"]["frames_decoded"].as_u64().unwrap_or(0) > 200, "{s}");
+}
+
+/// Done-when 5: a wrong passphrase: the stats and the slate say it was rejected.
+#[test]
+fn wrong_passphrase_is_on_the_slate() {
+    let _serial = serial();
+    let dir = scratch("dec-badpass");
+    let port = free_udp_port();
+    let mut dec = decoder(
+        &dir,
+        "decoder",
+        &format!("srt://:{port}?mode=listener&passphrase=decoder-side-pass"),
+        &["--duration", "6s"],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let _enc = encoder(
+        &dir,
+        "encoder",
+        &[&format!("srt://127.0.0.1:{port}?mode=caller&passphrase=encoder-side-pass")],
+        &["--duration", "5s"],
+    );
+    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+    let ls = lines(&dir.join("decoder.stdout"));
+    let line = ls.iter().find(|l| l["input"]["reason"].as_str().is_some_and(|r| r.contains("passphrase rejected")));
+    let line = line.unwrap_or_else(|| panic!("no rejection in the stats: {ls:?}"));
+    assert_eq!(line["display"]["showing"], "slate");
+    assert!(line["display"]["slate"].as_str().unwrap_or("").contains("passphrase rejected"), "{line}");
+}
+
+/// Done-when 6: joining a stream that has run for 10 s decodes from the next keyframe.
+#[test]
+fn joins_a_running_stream() {
+    let _serial = serial();
+    let dir = scratch("dec-join");
+    let port = free_udp_port();
+    let mut enc = encoder(
+        &dir,
+        "encoder",
+        &[&format!("srt://:{port}?mode=listener")],
+        &["--duration", "16s", "--keyframe-ms", "2000"],
+    );
+    std::thread::sleep(Duration::from_secs(10));
+    let joined = unix_ms();
+    let mut dec = decoder(&dir, "decoder", &format!("srt://127.0.0.1:{port}?mode=caller"), &["--duration", "5s"]);
+    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+    let ls = lines(&dir.join("decoder.stdout"));
+    let video_on = ls.iter().filter_map(|l| l["display"]["video_since_unix_ms"].as_u64()).next().expect("a picture");
+    eprintln!("picture {} ms after joining", video_on - joined);
+    assert!(video_on - joined <= 3000, "picture {} ms after joining", video_on - joined);
+    let s = summary(&dir.join("decoder.stdout"));
+    assert!(s["decoder"]["frames_decoded"].as_u64().unwrap_or(0) >= 90, "{s}");
+    enc.signal("INT");
+    let _ = enc.wait_timeout(Duration::from_secs(10));
+}
