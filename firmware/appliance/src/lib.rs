@@ -4,6 +4,7 @@
 pub mod decoder_role;
 pub mod encoder_role;
 mod error;
+pub mod measure;
 pub mod stats;
 
 pub use decoder_role::{run_decoder, DecodeOptions, DecodeSample, DecodeSampleCallback, DecodeSummary};

@@ -74,6 +74,13 @@ impl DecodePipeline {
             .leaky_type(gst_app::AppLeakyType::Downstream)
             .build();
         let demux = gst::ElementFactory::make("tsdemux").build()?;
+        // tsdemux announces H.264 without an alignment, so h264parse would wait for the next
+        // access unit to know the current one is complete: one frame of latency. Senders put
+        // one access unit in each PES (GStreamer's mpegtsmux, ffmpeg, hardware encoders), so
+        // say so.
+        let au =
+            gst::Caps::builder("video/x-h264").field("stream-format", "byte-stream").field("alignment", "au").build();
+        let au_filter = gst::ElementFactory::make("capsfilter").property("caps", &au).build()?;
         let parse = gst::ElementFactory::make("h264parse").build()?;
         let dec = make(decoder.element, "gstreamer1.0-libav")?;
         if decoder.element == "avdec_h264" {
@@ -100,7 +107,7 @@ impl DecodePipeline {
                 .build()
                 .map_err(|_| MediaError::ElementMissing { element: "alsasink", package: "gstreamer1.0-alsa" })?,
         };
-        let video_chain = [&parse, &dec, &convert, &i420, vsink.upcast_ref()];
+        let video_chain = [&au_filter, &parse, &dec, &convert, &i420, vsink.upcast_ref()];
         let audio_chain = [&aparse, &adec, &aconv, &ares, &asink];
         pipeline.add_many([appsrc.upcast_ref(), &demux])?;
         pipeline.add_many(video_chain)?;
@@ -109,7 +116,7 @@ impl DecodePipeline {
         gst::Element::link_many(video_chain)?;
         gst::Element::link_many(audio_chain)?;
 
-        let (vpad, apad) = (parse.static_pad("sink"), aparse.static_pad("sink"));
+        let (vpad, apad) = (au_filter.static_pad("sink"), aparse.static_pad("sink"));
         demux.connect_pad_added(move |_, pad| {
             let name =
                 pad.current_caps().and_then(|c| c.structure(0).map(|s| s.name().to_string())).unwrap_or_default();

@@ -191,11 +191,17 @@ impl EncoderPipeline {
         let appsink =
             gst_app::AppSink::builder().name("ts").sync(false).async_(false).max_buffers(64).drop(true).build();
 
-        let chain = [&queue, &convert, &scale, &rate, &raw_filter, &encoder, &enc_caps, &parse, &h264_filter];
-        pipeline.add_many(chain)?;
+        // videorate holds each frame until the next arrives (one frame of latency): only a
+        // capture device whose rate may differ from the configured one needs it.
+        let mut chain: Vec<&gst::Element> = vec![&queue, &convert, &scale];
+        if settings.video_source != VideoSource::Test {
+            chain.push(&rate);
+        }
+        chain.extend([&raw_filter, &encoder, &enc_caps, &parse, &h264_filter]);
+        pipeline.add_many(chain.iter().copied())?;
         pipeline.add_many([&mux, appsink.upcast_ref()])?;
         video_tail.link(&queue)?;
-        gst::Element::link_many(chain)?;
+        gst::Element::link_many(chain.iter().copied())?;
         h264_filter.link(&mux)?;
         mux.link(&appsink)?;
 

@@ -27,6 +27,9 @@ enum Command {
     /// Receive SRT, decode, and show it (HDMI, a window, a file, or nowhere), with a slate when
     /// nothing arrives and glass-to-glass latency when the sender burns in timecodes.
     Decode(DecodeArgs),
+    /// Our encoder into our decoder on this machine (optionally through an emulated link): a
+    /// table of configured SRT latency against measured glass-to-glass latency.
+    Measure(MeasureArgs),
     /// Check or print the configuration file.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -53,6 +56,40 @@ enum ConfigCommand {
 enum StatsFormat {
     /// One JSON object a second on stdout, and a summary at exit.
     Json,
+}
+
+#[derive(Debug, Args)]
+struct MeasureArgs {
+    /// A link profile to go through (from --profiles), e.g. metro-17ms or 4g-fixed.
+    #[arg(long)]
+    link: Option<String>,
+    /// The link profiles file.
+    #[arg(long, default_value = "bench/links.toml")]
+    profiles: PathBuf,
+    /// Sizes, comma-separated.
+    #[arg(long, default_value = "1280x720,1920x1080")]
+    sizes: String,
+    /// Bitrates in kbit/s, comma-separated.
+    #[arg(long, default_value = "4000")]
+    bitrates_kbps: String,
+    /// SRT latency, ms.
+    #[arg(long, default_value_t = 120)]
+    latency_ms: u32,
+    /// Frames per second.
+    #[arg(long, default_value_t = 30)]
+    fps: u32,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 12)]
+    seconds: u64,
+    /// x264 speed preset.
+    #[arg(long, default_value = "superfast")]
+    x264_preset: String,
+    /// aac | none
+    #[arg(long, default_value = "aac")]
+    audio: String,
+    /// Print JSON rows instead of a Markdown table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -132,6 +169,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Encoders { config } => encoders(config),
         Command::Encode(args) => encode(*args),
         Command::Decode(args) => decode(args),
+        Command::Measure(args) => measure(args),
     }
 }
 
@@ -315,6 +353,66 @@ fn encode(args: EncodeArgs) -> ExitCode {
                 if let Ok(line) = serde_json::to_string(&serde_json::json!({ "summary": summary })) {
                     println!("{line}");
                 }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(AppError::BadInput(e)) => bad_input(e),
+        Err(AppError::Runtime(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn measure(args: MeasureArgs) -> ExitCode {
+    let mut sizes = Vec::new();
+    for s in args.sizes.split(',') {
+        match s.split_once('x').and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?))) {
+            Some(wh) => sizes.push(wh),
+            None => return bad_input(format!("--sizes: {s:?} is not WIDTHxHEIGHT")),
+        }
+    }
+    let mut bitrates_kbps = Vec::new();
+    for b in args.bitrates_kbps.split(',') {
+        match b.parse() {
+            Ok(v) => bitrates_kbps.push(v),
+            Err(_) => return bad_input(format!("--bitrates-kbps: {b:?} is not a number")),
+        }
+    }
+    let link = match &args.link {
+        Some(name) => match linkemu::Profiles::load(&args.profiles).and_then(|p| p.get(name).cloned()) {
+            Ok(p) => Some(p),
+            Err(e) => return bad_input(format!("--link: {e}")),
+        },
+        None => None,
+    };
+    let plan = telebridge_appliance::measure::MeasurePlan {
+        sizes,
+        bitrates_kbps,
+        srt_latency_ms: args.latency_ms,
+        seconds: args.seconds,
+        fps: args.fps,
+        link,
+        x264_preset: args.x264_preset,
+        audio: args.audio,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(telebridge_appliance::measure::measure(&plan)) {
+        Ok(rows) => {
+            if args.json {
+                for r in &rows {
+                    if let Ok(line) = serde_json::to_string(r) {
+                        println!("{line}");
+                    }
+                }
+            } else {
+                print!("{}", telebridge_appliance::measure::table(&rows));
             }
             ExitCode::SUCCESS
         }
