@@ -9,35 +9,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"
 warmup=5
-tck=$(getconf CLK_TCK)
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 cargo build --release --quiet --bin telebridge
 bin=target/release/telebridge
-
-ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
 # measure NAME -- COMMAND... : runs COMMAND (which sends to $port), prints one table row.
 measure() {
   local name=$1; shift; shift
-  local port; port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  local port; port=$(free_udp_port)
   srt-live-transmit -q "srt://:$port?mode=listener" file://con > /dev/null 2>&1 &
   local rx=$!
   sleep 0.5
   local cmd=("${@//PORT/$port}")
   "${cmd[@]}" > /dev/null 2>&1 &
   local pid=$!
-  sleep "$warmup"
-  local t0; t0=$(ticks "$pid")
-  local sum=0 peak=0 n=0 r
-  for _ in $(seq "$seconds"); do
-    sleep 1
-    r=$(rss_kb "$pid"); sum=$((sum + r)); n=$((n + 1)); [ "$r" -gt "$peak" ] && peak=$r
-  done
-  local t1; t1=$(ticks "$pid")
+  local cpu mean peak
+  read -r cpu mean peak < <(sample_process "$pid" "$warmup" "$seconds")
   kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   kill "$rx" 2>/dev/null || true; wait "$rx" 2>/dev/null || true
-  local cpu; cpu=$(awk -v d=$((t1 - t0)) -v t="$tck" -v s="$seconds" 'BEGIN {printf "%.1f", 100*d/t/s}')
-  printf '| %s | %s %% | %d MB | %d MB |\n' "$name" "$cpu" $((sum / n / 1024)) $((peak / 1024))
+  printf '| %s | %s %% | %d MB | %d MB |\n' "$name" "$cpu" "$mean" "$peak"
 }
 
 echo "| run (${seconds} s steady state, 1 core = 100 %) | CPU | RSS mean | RSS peak |"
