@@ -224,3 +224,34 @@ fn joins_a_running_stream() {
     enc.signal("INT");
     let _ = enc.wait_timeout(Duration::from_secs(10));
 }
+
+/// Round trip: box B decodes and, with --loop-to, re-encodes what it shows back to box A, whose
+/// decoder measures A -> B -> A on one clock: at least both SRT latencies.
+#[test]
+fn loop_to_measures_the_round_trip() {
+    let _serial = serial();
+    let dir = scratch("dec-loop");
+    let (port_a, port_b) = (free_udp_port(), free_udp_port());
+    let mut a_dec =
+        decoder(&dir, "a-decoder", &format!("srt://:{port_a}?mode=listener&latency=120"), &["--duration", "13s"]);
+    let mut b = decoder(
+        &dir,
+        "b-decoder",
+        &format!("srt://:{port_b}?mode=listener&latency=120"),
+        &["--duration", "12s", "--loop-to", &format!("srt://127.0.0.1:{port_a}?latency=120")],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let mut a_enc =
+        encoder(&dir, "a-encoder", &[&format!("srt://127.0.0.1:{port_b}?latency=120")], &["--duration", "9s"]);
+    assert!(a_enc.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
+    assert!(b.wait_timeout(Duration::from_secs(20)).expect("box B ends").success());
+    assert!(a_dec.wait_timeout(Duration::from_secs(20)).expect("box A's decoder ends").success());
+    let s = summary(&dir.join("a-decoder.stdout"));
+    let l = &s["latency"];
+    eprintln!("A -> B -> A with 2 x 120 ms SRT latency: {l}");
+    let p50 = l["p50_ms"].as_f64().expect("round trip measured");
+    assert!(l["samples"].as_u64().unwrap_or(0) >= 150, "{l}");
+    assert!((240.0..1240.0).contains(&p50), "round trip p50 {p50} ms");
+    let b_lines = lines(&dir.join("b-decoder.stdout"));
+    assert!(b_lines.iter().any(|l| l["loop_output"]["state"] == "live"), "box B's loop output never went live");
+}

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use telebridge_config::Config;
 use telebridge_config::{SrtMode, SrtUrl};
 use telebridge_media::decode_pipeline::{AudioOut, DecodePipeline, DecoderCounters};
 use telebridge_media::decoder_choice::{choose_decoder, DecoderChoice};
@@ -19,7 +20,8 @@ use telebridge_media::display::{Display, SinkKind};
 use telebridge_media::latency::{LatencySummary, LatencyWindow};
 use telebridge_media::timecode;
 use telebridge_media::Platform;
-use telebridge_srt::{InputStatus, SrtInput};
+use telebridge_media::{EncoderPipeline, EncoderSettings, TsFanout};
+use telebridge_srt::{InputStatus, OutputStatus, SrtInput, SrtOutput};
 use tracing::{info, warn};
 
 use crate::AppError;
@@ -42,6 +44,8 @@ pub struct DecodeOptions {
     pub duration: Option<Duration>,
     /// Called with each one-second sample.
     pub on_sample: Option<DecodeSampleCallback>,
+    /// Re-encode what is shown and send it here (round-trip measurement: A -> B -> A).
+    pub loop_to: Option<SrtUrl>,
 }
 
 impl std::fmt::Debug for DecodeOptions {
@@ -97,6 +101,8 @@ pub struct DecodeSample {
     pub display: DisplayStats,
     /// Glass-to-glass latency over the last 5 s, when the sender burns in timecodes.
     pub latency: Option<LatencySummary>,
+    /// The `--loop-to` output, when there is one.
+    pub loop_output: Option<OutputStatus>,
 }
 
 /// The decoder's summary at exit.
@@ -161,6 +167,31 @@ pub fn select_decoder() -> Result<DecoderChoice, AppError> {
     Ok(choice)
 }
 
+/// The re-encoder of `--loop-to`: the shown frames, encoded again and sent on.
+struct Loop {
+    pipeline: EncoderPipeline,
+    output: Arc<SrtOutput>,
+}
+
+fn start_loop(url: &SrtUrl) -> Result<Loop, AppError> {
+    let mut config = Config::default();
+    config.audio.codec = "none".into();
+    let valid = config.validate().map_err(|e| AppError::Runtime(e.to_string()))?;
+    let mut settings = EncoderSettings::from_config(&valid, crate::select_encoder(&valid)?);
+    settings.frames_from_app = true;
+    let fanout = TsFanout::default();
+    let pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
+    let output = Arc::new(
+        SrtOutput::start("loop".into(), url.clone(), 1024 * 1024, pipeline.keyframe_requester())
+            .map_err(|e| AppError::BadInput(e.to_string()))?,
+    );
+    let o = output.clone();
+    fanout.add(move |b| o.push(b));
+    pipeline.start()?;
+    info!(output = %url, "looping the picture back");
+    Ok(Loop { pipeline, output })
+}
+
 struct Decoding {
     pipeline: Option<DecodePipeline>,
     last_push: Option<Instant>,
@@ -181,9 +212,16 @@ pub async fn run_decoder(
     let whole = Arc::new(Mutex::new(LatencyWindow::new(Duration::from_secs(86_400))));
     let decoding = Arc::new(Mutex::new(Decoding { pipeline: None, last_push: None }));
 
+    let looped = options.loop_to.as_ref().map(start_loop).transpose()?;
     let on_frame: telebridge_media::decode_pipeline::FrameConsumer = {
         let d = display.clone();
-        Arc::new(move |s| d.show(s))
+        let input = looped.as_ref().and_then(|l| l.pipeline.frame_input().cloned());
+        Arc::new(move |s| {
+            d.show(s);
+            if let Some(i) = &input {
+                telebridge_media::display::push_fresh(i, s);
+            }
+        })
     };
     let on_timecode: telebridge_media::decode_pipeline::TimecodeConsumer = {
         let (recent, whole) = (recent.clone(), whole.clone());
@@ -274,6 +312,7 @@ pub async fn run_decoder(
                     video_since_unix_ms: display.transitions().1,
                 },
                 latency: recent.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
+                loop_output: looped.as_ref().map(|l| l.output.status().borrow().clone()),
             };
             if let Some(cb) = &options.on_sample {
                 cb(&sample);
@@ -283,6 +322,9 @@ pub async fn run_decoder(
     let elapsed = started.elapsed();
     let final_input = status.borrow().clone();
     input.stop();
+    if let Some(l) = looped {
+        l.pipeline.stop(Duration::from_millis(500));
+    }
     decoding.lock().unwrap_or_else(|p| p.into_inner()).pipeline = None;
     let frames = counters.frames_decoded.load(Ordering::Relaxed);
     let summary = DecodeSummary {

@@ -300,7 +300,7 @@ fn unix_ms() -> u64 {
 }
 
 /// Pushes a frame with fresh timestamps (the appsrc stamps it), sharing its memory.
-fn push_fresh(appsrc: &gst_app::AppSrc, sample: &gst::Sample) {
+pub fn push_fresh(appsrc: &gst_app::AppSrc, sample: &gst::Sample) {
     let (Some(buffer), Some(caps)) = (sample.buffer(), sample.caps_owned()) else { return };
     let mut copy = buffer.copy();
     {

@@ -48,6 +48,9 @@ pub struct EncoderSettings {
     pub audio_bitrate_kbps: u32,
     /// The encoder element to use.
     pub encoder: EncoderChoice,
+    /// Take frames pushed through [`EncoderPipeline::frame_input`] instead of `video_source`
+    /// (a decoder re-encoding what it shows, for round-trip measurements).
+    pub frames_from_app: bool,
 }
 
 impl EncoderSettings {
@@ -66,6 +69,7 @@ impl EncoderSettings {
             audio_codec: config.audio_codec,
             audio_bitrate_kbps: config.raw.audio.bitrate_kbps,
             encoder,
+            frames_from_app: false,
         }
     }
 
@@ -144,6 +148,7 @@ pub struct EncoderPipeline {
     encoder: gst::Element,
     counters: Arc<EncoderCounters>,
     capture: Option<CapturePlan>,
+    frame_input: Option<gst_app::AppSrc>,
 }
 
 impl EncoderPipeline {
@@ -153,7 +158,22 @@ impl EncoderPipeline {
         let counters = Arc::new(EncoderCounters::default());
 
         // Video: source.
-        let (video_tail, capture) = add_video_source(&pipeline, settings, &counters)?;
+        let (video_tail, capture, frame_input) = if settings.frames_from_app {
+            let src = gst_app::AppSrc::builder()
+                .name("video-source")
+                .format(gst::Format::Time)
+                .is_live(true)
+                .do_timestamp(true)
+                .block(false)
+                .max_buffers(3)
+                .leaky_type(gst_app::AppLeakyType::Downstream)
+                .build();
+            pipeline.add(&src)?;
+            (src.clone().upcast::<gst::Element>(), None, Some(src))
+        } else {
+            let (tail, capture) = add_video_source(&pipeline, settings, &counters)?;
+            (tail, capture, None)
+        };
 
         // Video: decouple the source from the encoder; drop the oldest frame if encoding lags.
         let queue = gst::ElementFactory::make("queue")
@@ -247,7 +267,7 @@ impl EncoderPipeline {
             source = %settings.video_source,
             "encoder pipeline built"
         );
-        Ok(Self { pipeline, encoder, counters, capture })
+        Ok(Self { pipeline, encoder, counters, capture, frame_input })
     }
 
     /// Starts capturing and encoding.
@@ -305,6 +325,11 @@ impl EncoderPipeline {
     /// The pipeline's counters.
     pub fn counters(&self) -> Arc<EncoderCounters> {
         self.counters.clone()
+    }
+
+    /// Where to push frames when built with `frames_from_app`.
+    pub fn frame_input(&self) -> Option<&gst_app::AppSrc> {
+        self.frame_input.as_ref()
     }
 
     /// The capture format chosen for a V4L2 source.
@@ -606,6 +631,7 @@ mod tests {
             audio_codec: AudioCodec::Aac,
             audio_bitrate_kbps: 128,
             encoder: EncoderChoice { kind: EncoderKind::X264enc, reason: String::new() },
+            frames_from_app: false,
         };
         assert_eq!(s(1000, 30).keyframe_frames(), 30);
         assert_eq!(s(2000, 25).keyframe_frames(), 50);

@@ -106,6 +106,10 @@ struct DecodeArgs {
     /// The box's name, shown on the slate.
     #[arg(long, default_value = "telebridge")]
     name: String,
+    /// Re-encode what is shown and send it to this SRT URL, so that the first box can measure
+    /// the round trip A -> B -> A with its own clock.
+    #[arg(long)]
+    loop_to: Option<String>,
     /// Print statistics once a second.
     #[arg(long, value_enum)]
     stats: Option<StatsFormat>,
@@ -440,6 +444,10 @@ fn decode(args: DecodeArgs) -> ExitCode {
             _ => return bad_input(format!("--audio-out: {other:?} is not one of discard, alsa:DEVICE")),
         },
     };
+    let loop_to = match args.loop_to.as_deref().map(telebridge_config::SrtUrl::parse).transpose() {
+        Ok(u) => u,
+        Err(e) => return bad_input(format!("--loop-to: {e}")),
+    };
     let json = args.stats == Some(StatsFormat::Json);
     let on_sample: Option<telebridge_appliance::DecodeSampleCallback> = if json {
         Some(Arc::new(|s| {
@@ -450,8 +458,15 @@ fn decode(args: DecodeArgs) -> ExitCode {
     } else {
         None
     };
-    let options =
-        telebridge_appliance::DecodeOptions { name: args.name, input, sink, audio, duration: args.duration, on_sample };
+    let options = telebridge_appliance::DecodeOptions {
+        name: args.name,
+        input,
+        sink,
+        audio,
+        duration: args.duration,
+        on_sample,
+        loop_to,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(r) => r,
         Err(e) => {
