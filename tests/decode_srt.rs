@@ -255,3 +255,55 @@ fn loop_to_measures_the_round_trip() {
     let b_lines = lines(&dir.join("b-decoder.stdout"));
     assert!(b_lines.iter().any(|l| l["loop_output"]["state"] == "live"), "box B's loop output never went live");
 }
+
+/// A stream whose resolution changes mid-way (640x360, then 1280x720 on the same connection)
+/// keeps playing; the picture also goes to a file sink that ffprobe can read.
+#[test]
+fn resolution_change_keeps_playing_and_file_sink_records_it() {
+    let _serial = serial();
+    let dir = scratch("dec-reschange");
+    for (name, size) in [("small", "640x360"), ("large", "1280x720")] {
+        let ok = Command::new("ffmpeg")
+            .args([
+                "-nostdin",
+                "-loglevel",
+                "error",
+                "-f",
+                "lavfi",
+                "-i",
+                &format!("testsrc2=size={size}:rate=30"),
+                "-t",
+                "4",
+            ])
+            .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-f", "mpegts"])
+            .arg(dir.join(format!("{name}.ts")))
+            .status()
+            .expect("ffmpeg makes a segment");
+        assert!(ok.success());
+    }
+    let port = free_udp_port();
+    let shown = dir.join("shown.mkv");
+    let sink = format!("file:{}", shown.display());
+    let mut dec =
+        decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener"), &["--duration", "13s", "--sink", &sink]);
+    std::thread::sleep(Duration::from_millis(800));
+    let sh = format!(
+        "ffmpeg -nostdin -loglevel error -re -i 'concat:{}|{}' -c copy -f mpegts 'srt://127.0.0.1:{port}?mode=caller'",
+        dir.join("small.ts").display(),
+        dir.join("large.ts").display()
+    );
+    let status = Command::new("sh").args(["-c", &sh]).stdin(Stdio::null()).status().expect("run the sender");
+    assert!(status.success());
+    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+    let ls = lines(&dir.join("decoder.stdout"));
+    let widths: Vec<u64> = ls.iter().filter_map(|l| l["decoder"]["width"].as_u64()).filter(|w| *w > 0).collect();
+    assert!(widths.contains(&640) && widths.last() == Some(&1280), "widths seen: {widths:?}");
+    let s = summary(&dir.join("decoder.stdout"));
+    let frames = s["decoder"]["frames_decoded"].as_u64().unwrap_or(0);
+    assert!(frames >= 216, "decoded {frames} of 240 frames across the change");
+    let first_large = ls.iter().find(|l| l["decoder"]["width"] == 1280).expect("a line at 1280x720");
+    assert_eq!(first_large["input"]["reconnects"], 0, "the change must not need a new connection: {first_large}");
+    let recorded = ffprobe_streams(&shown);
+    assert!(recorded.iter().any(|st| st.codec == "h264" && st.width == 1280 && st.height == 720), "{recorded:?}");
+    assert!(decodable_frames(&shown) >= 100, "the file sink recorded too little");
+}

@@ -195,7 +195,11 @@ pub fn unix_ms() -> u64 {
 /// `telebridge decode` with stats, as a child process.
 pub fn decoder(dir: &Path, name: &str, input: &str, extra: &[&str]) -> Proc {
     let mut cmd = telebridge();
-    cmd.args(["decode", "--input", input, "--sink", "fake", "--stats", "json"]).args(extra);
+    cmd.args(["decode", "--input", input, "--stats", "json"]);
+    if !extra.contains(&"--sink") {
+        cmd.args(["--sink", "fake"]);
+    }
+    cmd.args(extra);
     Proc::spawn(cmd, dir, name)
 }
 

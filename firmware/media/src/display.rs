@@ -146,12 +146,17 @@ impl Display {
                 chain.push(sink);
             }
             SinkKind::File(path) => {
+                // A file cannot change format mid-way (the slate is 5 fps, streams change size):
+                // convert everything to one size and 30 fps before encoding.
                 chain.push(make("videoconvert", "gstreamer1.0-plugins-base")?);
                 chain.push(make("videoscale", "gstreamer1.0-plugins-base")?);
+                chain.push(make("videorate", "gstreamer1.0-plugins-base")?);
                 let caps = gst::Caps::builder("video/x-raw")
                     .field("width", size.0 as i32)
                     .field("height", size.1 as i32)
                     .field("format", "I420")
+                    .field("framerate", gst::Fraction::new(30, 1))
+                    .field("pixel-aspect-ratio", gst::Fraction::new(1, 1))
                     .build();
                 chain.push(gst::ElementFactory::make("capsfilter").property("caps", caps).build()?);
                 let enc = make("x264enc", "gstreamer1.0-plugins-ugly")?;
