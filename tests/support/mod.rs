@@ -213,3 +213,23 @@ pub fn encoder(dir: &Path, name: &str, outputs: &[&str], extra: &[&str]) -> Proc
     cmd.args(extra);
     Proc::spawn(cmd, dir, name)
 }
+
+/// A TCP port that was free a moment ago.
+pub fn free_tcp_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral TCP port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// nginx with the RTMP module on `port`, from the fixture in tests/fixtures, in `dir`.
+pub fn nginx_rtmp(dir: &Path, port: u16, name: &str) -> Proc {
+    let root = dir.join(name);
+    std::fs::create_dir_all(root.join("logs")).expect("nginx dir");
+    let conf = include_str!("../fixtures/nginx-rtmp.conf").replace("PORT", &port.to_string());
+    std::fs::write(root.join("nginx.conf"), conf).expect("nginx.conf");
+    let mut cmd = Command::new("nginx");
+    cmd.arg("-p").arg(&root).arg("-c").arg(root.join("nginx.conf"));
+    let p = Proc::spawn(cmd, dir, name);
+    let up = wait_for(Duration::from_secs(5), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    assert!(up.is_some(), "nginx did not start; see {}", dir.join(format!("{name}.stderr")).display());
+    p
+}

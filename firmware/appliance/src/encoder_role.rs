@@ -12,7 +12,8 @@ use telebridge_media::capture_device::{self, CaptureKind};
 use telebridge_media::{
     choose_encoder, probe_encoder, EncoderChoice, EncoderPipeline, EncoderSettings, Platform, TsFanout,
 };
-use telebridge_srt::SrtOutput;
+use telebridge_outputs::{Recording, RtmpOutput};
+use telebridge_srt::{OutputStatus, SrtOutput};
 use tracing::{error, info, warn};
 
 use crate::stats::{EncoderMeter, StatsSample, Summary};
@@ -71,19 +72,22 @@ pub async fn run_encoder(
             request();
         })
     };
-    let mut outputs: Vec<Arc<SrtOutput>> = Vec::new();
+    let mut outputs: Vec<Arc<Output>> = Vec::new();
     for (name, spec) in &config.outputs {
-        match spec {
-            OutputSpec::Srt(url) => {
-                let out = SrtOutput::start(name.clone(), url.clone(), queue_bytes, keyframe_proxy.clone())
-                    .map_err(|e| AppError::BadInput(e.to_string()))?;
-                let out = Arc::new(out);
-                let o = out.clone();
-                fanout.add(move |buf| o.push(buf));
-                info!(output = %url, "output added");
-                outputs.push(out);
+        let out = Arc::new(match spec {
+            OutputSpec::Srt(url) => Output::Srt(
+                SrtOutput::start(name.clone(), url.clone(), queue_bytes, keyframe_proxy.clone())
+                    .map_err(|e| AppError::BadInput(e.to_string()))?,
+            ),
+            OutputSpec::Rtmp(url) => {
+                Output::Rtmp(RtmpOutput::start(name.clone(), url.clone(), queue_bytes, keyframe_proxy.clone()))
             }
-        }
+            OutputSpec::File(f) => Output::File(Recording::start(name.clone(), f.clone())),
+        });
+        let o = out.clone();
+        fanout.add(move |buf| o.push(buf));
+        info!(output = %spec.label(), "output added");
+        outputs.push(out);
     }
     pipeline.start()?;
     let started = Instant::now();
@@ -143,6 +147,7 @@ pub async fn run_encoder(
     let mut encoder = EncoderMeter::default().sample(settings.encoder.kind.element(), &counters, elapsed);
     encoder.frames_encoded = counters.frames_encoded.load(std::sync::atomic::Ordering::Relaxed);
     let summary_outputs = outputs.iter().map(|o| o.status().borrow().clone()).collect();
+    drop(pipeline);
     drop(fanout);
     for o in outputs {
         if let Ok(o) = Arc::try_unwrap(o) {
@@ -177,4 +182,38 @@ fn pipeline_error(pipeline: &EncoderPipeline) -> Option<AppError> {
         }
     }
     None
+}
+
+/// Any output, fed the same TS buffers.
+#[derive(Debug)]
+enum Output {
+    Srt(SrtOutput),
+    Rtmp(RtmpOutput),
+    File(Recording),
+}
+
+impl Output {
+    fn push(&self, buffer: &gst::Buffer) {
+        match self {
+            Output::Srt(o) => o.push(buffer),
+            Output::Rtmp(o) => o.push(buffer),
+            Output::File(o) => o.push(buffer),
+        }
+    }
+
+    fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus> {
+        match self {
+            Output::Srt(o) => o.status(),
+            Output::Rtmp(o) => o.status(),
+            Output::File(o) => o.status(),
+        }
+    }
+
+    fn stop(self) {
+        match self {
+            Output::Srt(o) => o.stop(),
+            Output::Rtmp(o) => o.stop(),
+            Output::File(o) => o.stop(),
+        }
+    }
 }

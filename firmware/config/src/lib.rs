@@ -7,6 +7,7 @@
 
 mod file;
 mod model;
+mod output_url;
 mod secret;
 mod source;
 mod srt_url;
@@ -14,6 +15,7 @@ mod validate;
 
 pub use file::{load, save_atomic, LoadError, DEFAULT_PATH};
 pub use model::{AudioConfig, Config, OutputConfig, VideoConfig};
+pub use output_url::{FileSpec, OutputUrlError, RtmpUrl};
 pub use secret::Secret;
 pub use source::{AudioCodec, AudioSource, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};

@@ -106,7 +106,7 @@ impl OutputConfig {
 impl fmt::Debug for OutputConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OutputConfig")
-            .field("url", &crate::srt_url::redact_query(&self.url))
+            .field("url", &crate::output_url::redact(&crate::srt_url::redact_query(&self.url)))
             .field("name", &self.name)
             .finish()
     }

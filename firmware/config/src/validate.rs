@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::srt_url::redact_query;
-use crate::{AudioCodec, AudioSource, Config, EncoderPreference, SrtMode, SrtUrl, VideoSource};
+use crate::{AudioCodec, AudioSource, Config, EncoderPreference, FileSpec, RtmpUrl, SrtMode, SrtUrl, VideoSource};
 
 /// One problem: the field, the value found and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +43,10 @@ impl fmt::Display for ValidationErrors {
 pub enum OutputSpec {
     /// MPEG-TS over SRT.
     Srt(SrtUrl),
+    /// FLV over RTMP or RTMPS.
+    Rtmp(RtmpUrl),
+    /// MPEG-TS segments on local storage.
+    File(FileSpec),
 }
 
 impl OutputSpec {
@@ -50,6 +54,8 @@ impl OutputSpec {
     pub fn label(&self) -> String {
         match self {
             OutputSpec::Srt(u) => u.label(),
+            OutputSpec::Rtmp(u) => u.label(),
+            OutputSpec::File(f) => f.label(),
         }
     }
 }
@@ -130,8 +136,24 @@ impl Config {
                     }
                     Err(e) => err(&field, e.to_string()),
                 }
+            } else if o.url.starts_with("rtmp://") || o.url.starts_with("rtmps://") {
+                match RtmpUrl::parse(&o.url) {
+                    Ok(u) => outputs.push((o.name.clone().unwrap_or_else(|| u.label()), OutputSpec::Rtmp(u))),
+                    Err(e) => err(&field, e.to_string()),
+                }
+            } else if o.url.starts_with("file:") {
+                match FileSpec::parse(&o.url) {
+                    Ok(f) => outputs.push((o.name.clone().unwrap_or_else(|| f.label()), OutputSpec::File(f))),
+                    Err(e) => err(&field, e.to_string()),
+                }
             } else {
-                err(&field, format!("{:?} is not a supported output; write srt://HOST:PORT?mode=caller or srt://:PORT?mode=listener", redact_query(&o.url)));
+                err(
+                    &field,
+                    format!(
+                        "{:?} is not a supported output; write srt://HOST:PORT, srt://:PORT?mode=listener, rtmp://HOST/APP/KEY, rtmps://... or file:/DIR/NAME.ts",
+                        crate::output_url::redact(&redact_query(&o.url))
+                    ),
+                );
             }
         }
 

@@ -34,6 +34,8 @@ pub enum OutputState {
     Retrying,
     /// Stopped on request.
     Stopped,
+    /// Given up until reconfigured (a full disk, a removed USB stick).
+    Failed,
 }
 
 /// What an output reports: state, reason when not live, counters.
@@ -59,6 +61,30 @@ pub struct OutputStatus {
     pub last_rejection: Option<String>,
     /// Buffers dropped at this output's queue because the link could not keep up.
     pub queue_dropped: u64,
+    /// Bytes written to the network or the disk (RTMP and recording outputs).
+    pub bytes_written: u64,
+    /// `srt`, `rtmp` or `file`.
+    pub kind: &'static str,
+}
+
+impl OutputStatus {
+    /// A fresh status for an output of `kind`.
+    pub fn new(kind: &'static str, name: String, url: String, state: OutputState) -> Self {
+        Self {
+            name,
+            url,
+            state,
+            reason: None,
+            reconnects: 0,
+            callers: 0,
+            srt: SrtStats::default(),
+            per_caller: Vec::new(),
+            last_rejection: None,
+            queue_dropped: 0,
+            bytes_written: 0,
+            kind,
+        }
+    }
 }
 
 /// Why an output could not be created.
@@ -139,18 +165,8 @@ impl SrtOutput {
         pipeline.add_many([appsrc.upcast_ref(), &sink]).map_err(|e| OutputError::Gst(e.to_string()))?;
         appsrc.link(&sink).map_err(|e| OutputError::Gst(e.to_string()))?;
 
-        let initial = OutputStatus {
-            name: name.clone(),
-            url: url.to_string(),
-            state: if url.mode == SrtMode::Listener { OutputState::Listening } else { OutputState::Connecting },
-            reason: None,
-            reconnects: 0,
-            callers: 0,
-            srt: SrtStats::default(),
-            per_caller: Vec::new(),
-            last_rejection: None,
-            queue_dropped: 0,
-        };
+        let state = if url.mode == SrtMode::Listener { OutputState::Listening } else { OutputState::Connecting };
+        let initial = OutputStatus::new("srt", name.clone(), url.to_string(), state);
         let (status_tx, status_rx) = watch::channel(initial);
         let (cmd_tx, cmd_rx) = mpsc::channel();
         let dropped = Arc::new(AtomicU64::new(0));

@@ -1,0 +1,10 @@
+//! Outputs besides SRT, fed from the same MPEG-TS fan-out and reporting the same
+//! [`telebridge_srt::OutputStatus`]: RTMP/RTMPS to YouTube, Twitch or any server, and
+//! recording to MPEG-TS segments on the SD card or a USB stick.
+
+pub mod recording;
+pub mod rtmp;
+mod ts;
+
+pub use recording::Recording;
+pub use rtmp::RtmpOutput;

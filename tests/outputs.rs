@@ -1,0 +1,244 @@
+//! RTMP, RTMPS and recording outputs against real servers started by the tests: nginx with the
+//! RTMP module (fixture in tests/fixtures), stunnel in front of it for RTMPS, a tmpfs that fills
+//! up. The stream key must appear nowhere in what the process prints.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use support::*;
+
+const KEY: &str = "sk-live-0123456789abcdef";
+
+fn assert_no_key(dir: &Path, name: &str) {
+    for ext in ["stdout", "stderr"] {
+        let text = std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).unwrap_or_default();
+        assert!(!text.contains(KEY), "the stream key appeared in {name}.{ext}");
+        assert!(!text.contains("0123456789abcdef"), "part of the stream key appeared in {name}.{ext}");
+    }
+}
+
+fn probe_rtmp(port: u16) -> Vec<StreamInfo> {
+    let out = Command::new("timeout")
+        .args([
+            "10",
+            "ffprobe",
+            "-v",
+            "error",
+            "-show_entries",
+            "stream=codec_name,width,height,r_frame_rate",
+            "-of",
+            "json",
+        ])
+        .arg(format!("rtmp://127.0.0.1:{port}/live/{KEY}"))
+        .output()
+        .expect("run ffprobe");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v["streams"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| StreamInfo {
+                    codec: s["codec_name"].as_str().unwrap_or("").into(),
+                    width: s["width"].as_u64().unwrap_or(0) as u32,
+                    height: s["height"].as_u64().unwrap_or(0) as u32,
+                    fps: s["r_frame_rate"].as_str().unwrap_or("").into(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn h264_720p_and_aac(streams: &[StreamInfo]) -> bool {
+    streams.iter().any(|s| s.codec == "h264" && s.width == 1280 && s.height == 720)
+        && streams.iter().any(|s| s.codec == "aac")
+}
+
+/// Done-when 1 and 6: RTMP into nginx; ffprobe reads H.264 at the right size and AAC back.
+#[test]
+fn rtmp_into_nginx() {
+    let _serial = serial();
+    let dir = scratch("rtmp");
+    let port = free_tcp_port();
+    let _nginx = nginx_rtmp(&dir, port, "nginx");
+    let mut enc = encoder(&dir, "encoder", &[&format!("rtmp://127.0.0.1:{port}/live/{KEY}")], &["--duration", "10s"]);
+    std::thread::sleep(Duration::from_secs(3));
+    let streams = probe_rtmp(port);
+    assert!(h264_720p_and_aac(&streams), "ffprobe via nginx: {streams:?}");
+    assert!(enc.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
+    let s = summary(&dir.join("encoder.stdout"));
+    assert_eq!(s["outputs"][0]["kind"], "rtmp");
+    assert!(s["outputs"][0]["bytes_written"].as_u64().unwrap_or(0) > 2_000_000, "{s}");
+    assert_eq!(s["outputs"][0]["url"], format!("rtmp://127.0.0.1:{port}/live/****"));
+    assert_no_key(&dir, "encoder");
+}
+
+/// Done-when 2: RTMPS through a TLS terminator (stunnel, with a certificate made here).
+#[test]
+fn rtmps_through_stunnel() {
+    let _serial = serial();
+    let dir = scratch("rtmps");
+    let port = free_tcp_port();
+    let tls_port = free_tcp_port();
+    let _nginx = nginx_rtmp(&dir, port, "nginx");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl makes a certificate");
+    assert!(made.status.success());
+    let conf = dir.join("stunnel.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "foreground = yes\npid =\n[rtmps]\naccept = 127.0.0.1:{tls_port}\nconnect = 127.0.0.1:{port}\ncert = {}\nkey = {}\n",
+            cert.display(),
+            key.display()
+        ),
+    )
+    .expect("stunnel.conf");
+    let mut cmd = Command::new("stunnel");
+    cmd.arg(&conf);
+    let _stunnel = Proc::spawn(cmd, &dir, "stunnel");
+    assert!(
+        wait_for(Duration::from_secs(5), || std::net::TcpStream::connect(("127.0.0.1", tls_port)).is_ok()).is_some(),
+        "stunnel did not start"
+    );
+    let url = format!("rtmps://127.0.0.1:{tls_port}/live/{KEY}?tls_verify=0");
+    let mut enc = encoder(&dir, "encoder", &[&url], &["--duration", "10s"]);
+    std::thread::sleep(Duration::from_secs(3));
+    let streams = probe_rtmp(port);
+    assert!(h264_720p_and_aac(&streams), "ffprobe via nginx behind stunnel: {streams:?}");
+    assert!(enc.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
+    assert_no_key(&dir, "encoder");
+}
+
+/// Done-when 3 and 4: SRT, RTMP and a recording at once; nginx stopped for 10 s in the middle:
+/// the SRT receiver sees no gap longer than its latency, and RTMP reconnects by itself.
+#[test]
+fn srt_rtmp_and_recording_at_once_and_rtmp_outage_touches_nothing_else() {
+    let _serial = serial();
+    let dir = scratch("all-outputs");
+    let rtmp_port = free_tcp_port();
+    let srt_port = free_udp_port();
+    let rec_dir = dir.join("rec");
+    std::fs::create_dir_all(&rec_dir).expect("rec dir");
+    let srt_file = dir.join("srt.ts");
+    let mut srt_rx = slt_to_file(&format!("srt://:{srt_port}?mode=listener&latency=120"), &srt_file, &dir, "slt");
+    let nginx = nginx_rtmp(&dir, rtmp_port, "nginx1");
+    std::thread::sleep(Duration::from_millis(300));
+    let outputs = [
+        format!("srt://127.0.0.1:{srt_port}?mode=caller&latency=120"),
+        format!("rtmp://127.0.0.1:{rtmp_port}/live/{KEY}"),
+        format!("file:{}/rec-%H%M%S.ts?segment=10s", rec_dir.display()),
+    ];
+    let refs: Vec<&str> = outputs.iter().map(String::as_str).collect();
+    let mut enc = encoder(&dir, "encoder", &refs, &["--duration", "30s"]);
+    std::thread::sleep(Duration::from_secs(2));
+    // An RTMP reader records what nginx relays for the first stretch.
+    let flv = dir.join("rtmp.flv");
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args([
+        "-nostdin",
+        "-y",
+        "-loglevel",
+        "error",
+        "-i",
+        &format!("rtmp://127.0.0.1:{rtmp_port}/live/{KEY}"),
+        "-t",
+        "6",
+        "-c",
+        "copy",
+    ])
+    .arg(&flv);
+    let mut reader = Proc::spawn(cmd, &dir, "rtmp-reader");
+    let _ = reader.wait_timeout(Duration::from_secs(15));
+    // nginx down for 10 s.
+    nginx.signal("KILL");
+    drop(nginx);
+    std::thread::sleep(Duration::from_secs(10));
+    let _nginx2 = nginx_rtmp(&dir, rtmp_port, "nginx2");
+    let back = wait_for(Duration::from_secs(10), || h264_720p_and_aac(&probe_rtmp(rtmp_port)));
+    eprintln!("RTMP readable again {back:?} after nginx returned");
+    assert!(back.is_some(), "RTMP did not come back after nginx returned");
+    assert!(enc.wait_timeout(Duration::from_secs(40)).expect("encoder ends").success());
+    srt_rx.signal("INT");
+    srt_rx.wait_timeout(Duration::from_secs(3));
+
+    // SRT: the whole run, with no gap in the video longer than the SRT latency plus a frame.
+    let frames = decodable_frames(&srt_file);
+    assert!(frames >= 850, "SRT receiver decoded {frames} of ~900 frames");
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0"])
+        .arg(&srt_file)
+        .output()
+        .expect("ffprobe packets");
+    let mut pts: Vec<f64> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.trim_end_matches(',').parse().ok()).collect();
+    pts.sort_by(f64::total_cmp);
+    let max_gap = pts.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    eprintln!("SRT: {frames} frames, largest gap between frames {:.0} ms", max_gap * 1000.0);
+    assert!(max_gap < 0.120 + 0.034, "SRT video gap of {:.0} ms while RTMP was down", max_gap * 1000.0);
+    // RTMP: what was read before the outage is H.264 + AAC; the output reconnected.
+    assert!(h264_720p_and_aac(&ffprobe_streams(&flv)), "{:?}", ffprobe_streams(&flv));
+    assert!(decodable_frames(&flv) >= 150);
+    let s = summary(&dir.join("encoder.stdout"));
+    let rtmp =
+        s["outputs"].as_array().and_then(|a| a.iter().find(|o| o["kind"] == "rtmp")).cloned().unwrap_or_default();
+    assert!(rtmp["reconnects"].as_u64().unwrap_or(0) >= 1, "{rtmp}");
+    // Recording: 10 s segments covering the run, each decodable on its own.
+    let mut segments: Vec<_> =
+        std::fs::read_dir(&rec_dir).expect("rec dir").filter_map(Result::ok).map(|e| e.path()).collect();
+    segments.sort();
+    let recorded: u64 = segments.iter().map(|p| decodable_frames(p)).sum();
+    assert!(segments.len() >= 3, "{segments:?}");
+    assert!(recorded >= 850, "recorded {recorded} frames of ~900 in {segments:?}");
+    assert_no_key(&dir, "encoder");
+}
+
+/// Done-when 5: a recording folder on a small filesystem that fills up: the recording stops with
+/// "disk full", SRT goes on, the process does not crash.
+#[test]
+fn full_disk_stops_the_recording_not_the_stream() {
+    let _serial = serial();
+    let dir = scratch("diskfull");
+    let small = dir.join("small");
+    std::fs::create_dir_all(&small).expect("mount point");
+    let mounted =
+        Command::new("mount").args(["-t", "tmpfs", "-o", "size=3m", "tmpfs"]).arg(&small).status().expect("mount");
+    assert!(mounted.success(), "mounting a 3 MB tmpfs needs root");
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&small);
+    let srt_port = free_udp_port();
+    let srt_file = dir.join("srt.ts");
+    let mut srt_rx = slt_to_file(&format!("srt://:{srt_port}?mode=listener"), &srt_file, &dir, "slt");
+    std::thread::sleep(Duration::from_millis(300));
+    let outputs = [
+        format!("srt://127.0.0.1:{srt_port}?mode=caller"),
+        format!("file:{}/rec-%H%M%S.ts?segment=1h", small.display()),
+    ];
+    let refs: Vec<&str> = outputs.iter().map(String::as_str).collect();
+    let mut enc = encoder(&dir, "encoder", &refs, &["--duration", "12s"]);
+    let status = enc.wait_timeout(Duration::from_secs(30)).expect("encoder ends");
+    assert!(status.success(), "the encoder exited with {status:?}");
+    srt_rx.signal("INT");
+    srt_rx.wait_timeout(Duration::from_secs(3));
+    let lines = json_lines(&dir.join("encoder.stdout"));
+    let failed = lines.iter().find_map(|l| {
+        l["outputs"].as_array().and_then(|a| a.iter().find(|o| o["kind"] == "file" && o["state"] == "failed").cloned())
+    });
+    let failed = failed.expect("the recording never reported failure");
+    assert!(failed["reason"].as_str().unwrap_or("").starts_with("disk full: "), "{failed}");
+    let frames = decodable_frames(&srt_file);
+    assert!(frames >= 324, "SRT receiver decoded {frames} of ~360 frames while the disk was full");
+}
