@@ -22,13 +22,24 @@ use crate::AppError;
 /// Receives each one-second statistics sample.
 pub type SampleCallback = Arc<dyn Fn(&StatsSample) + Send + Sync>;
 
+/// What can be changed while the encoder runs.
+#[derive(Debug)]
+pub enum EncoderCommand {
+    /// Start one more output (name, destination).
+    AddOutput(String, OutputSpec),
+    /// Stop and remove the output of this name.
+    RemoveOutput(String),
+}
+
 /// How to run.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct RunOptions {
     /// Stop after this long; `None` runs until the shutdown future completes.
     pub duration: Option<Duration>,
     /// Called with each one-second sample.
     pub on_sample: Option<SampleCallback>,
+    /// Changes while running (the appliance and the web panel send these).
+    pub commands: Option<tokio::sync::mpsc::Receiver<EncoderCommand>>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -72,23 +83,27 @@ pub async fn run_encoder(
             request();
         })
     };
-    let mut outputs: Vec<Arc<Output>> = Vec::new();
-    for (name, spec) in &config.outputs {
-        let out = Arc::new(match spec {
+    let start_output = |name: &str, spec: &OutputSpec| -> Result<Arc<Output>, AppError> {
+        Ok(Arc::new(match spec {
             OutputSpec::Srt(url) => Output::Srt(
-                SrtOutput::start(name.clone(), url.clone(), queue_bytes, keyframe_proxy.clone())
+                SrtOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe_proxy.clone())
                     .map_err(|e| AppError::BadInput(e.to_string()))?,
             ),
             OutputSpec::Rtmp(url) => {
-                Output::Rtmp(RtmpOutput::start(name.clone(), url.clone(), queue_bytes, keyframe_proxy.clone()))
+                Output::Rtmp(RtmpOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe_proxy.clone()))
             }
-            OutputSpec::File(f) => Output::File(Recording::start(name.clone(), f.clone())),
-        });
+            OutputSpec::File(f) => Output::File(Recording::start(name.to_string(), f.clone())),
+        }))
+    };
+    let mut outputs: Vec<(String, Arc<Output>, telebridge_media::TsConsumerId)> = Vec::new();
+    for (name, spec) in &config.outputs {
+        let out = start_output(name, spec)?;
         let o = out.clone();
-        fanout.add(move |buf| o.push(buf));
+        let id = fanout.add(move |buf| o.push(buf));
         info!(output = %spec.label(), "output added");
-        outputs.push(out);
+        outputs.push((name.clone(), out, id));
     }
+    let mut commands = options.commands;
     pipeline.start()?;
     let started = Instant::now();
     info!(outputs = outputs.len(), "encoder running");
@@ -103,9 +118,39 @@ pub async fn run_encoder(
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut failure: Option<AppError> = None;
     loop {
+        let command = async {
+            match commands.as_mut() {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = &mut shutdown => { info!("stopping on request"); break; }
             _ = tick.tick() => {}
+            cmd = command => match cmd {
+                Some(EncoderCommand::AddOutput(name, spec)) => match start_output(&name, &spec) {
+                    Ok(out) => {
+                        let o = out.clone();
+                        let id = fanout.add(move |buf| o.push(buf));
+                        info!(output = %spec.label(), "output added while running");
+                        pipeline.request_keyframe();
+                        outputs.push((name, out, id));
+                    }
+                    Err(e) => warn!(error = %e, "cannot add output"),
+                },
+                Some(EncoderCommand::RemoveOutput(name)) => {
+                    if let Some(i) = outputs.iter().position(|(n, _, _)| *n == name) {
+                        let (_, out, id) = outputs.remove(i);
+                        fanout.remove(id);
+                        // Stopping joins the output's thread: do it off the async runtime.
+                        if let Ok(out) = Arc::try_unwrap(out) {
+                            tokio::task::spawn_blocking(move || out.stop());
+                        }
+                        info!(output = %name, "output removed while running");
+                    }
+                }
+                None => commands = None,
+            },
         }
         if options.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
@@ -121,7 +166,7 @@ pub async fn run_encoder(
             let sample = StatsSample {
                 t: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
                 encoder: meter.sample(settings.encoder.kind.element(), &pipeline.counters(), interval),
-                outputs: outputs.iter().map(|o| o.status().borrow().clone()).collect(),
+                outputs: outputs.iter().map(|(_, o, _)| o.status().borrow().clone()).collect(),
             };
             if let Some(cb) = &options.on_sample {
                 cb(&sample);
@@ -146,10 +191,10 @@ pub async fn run_encoder(
     let counters = pipeline.counters();
     let mut encoder = EncoderMeter::default().sample(settings.encoder.kind.element(), &counters, elapsed);
     encoder.frames_encoded = counters.frames_encoded.load(std::sync::atomic::Ordering::Relaxed);
-    let summary_outputs = outputs.iter().map(|o| o.status().borrow().clone()).collect();
+    let summary_outputs = outputs.iter().map(|(_, o, _)| o.status().borrow().clone()).collect();
     drop(pipeline);
     drop(fanout);
-    for o in outputs {
+    for (_, o, _) in outputs {
         if let Ok(o) = Arc::try_unwrap(o) {
             o.stop();
         }

@@ -8,6 +8,6 @@ pub mod measure;
 pub mod stats;
 
 pub use decoder_role::{run_decoder, DecodeOptions, DecodeSample, DecodeSampleCallback, DecodeSummary};
-pub use encoder_role::{run_encoder, select_encoder, RunOptions, SampleCallback};
+pub use encoder_role::{run_encoder, select_encoder, EncoderCommand, RunOptions, SampleCallback};
 pub use error::AppError;
 pub use stats::{EncoderStats, StatsSample, Summary};

@@ -115,7 +115,7 @@ async fn measure_one(plan: &MeasurePlan, (w, h): (u32, u32), kbps: u32) -> Resul
     };
     let decoder = tokio::spawn(run_decoder(decode, std::future::pending()));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    run_encoder(valid, RunOptions { duration: Some(seconds), on_sample: None }, std::future::pending()).await?;
+    run_encoder(valid, RunOptions { duration: Some(seconds), ..Default::default() }, std::future::pending()).await?;
     let summary = decoder.await.map_err(|e| AppError::Runtime(e.to_string()))??;
     let l =
         summary.latency.ok_or_else(|| AppError::Runtime(format!("no timecode was read at {w}x{h} {kbps} kbit/s")))?;

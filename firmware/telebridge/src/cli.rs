@@ -349,7 +349,7 @@ fn encode(args: EncodeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let options = RunOptions { duration: args.duration, on_sample };
+    let options = RunOptions { duration: args.duration, on_sample, commands: None };
     let result = runtime.block_on(telebridge_appliance::run_encoder(valid, options, shutdown_signal()));
     match result {
         Ok(summary) => {
