@@ -32,8 +32,10 @@ fn adding_and_removing_an_output_leaves_the_others_alone() {
     let mut rx_b = slt_to_file(&format!("srt://:{port_b}?mode=listener"), &file_b, &dir, "slt-b");
     std::thread::sleep(Duration::from_millis(300));
 
-    let mut config = Config::default();
-    config.outputs = vec![OutputConfig { url: format!("srt://127.0.0.1:{port_a}"), name: Some("a".into()) }];
+    let config = Config {
+        outputs: vec![OutputConfig { url: format!("srt://127.0.0.1:{port_a}"), name: Some("a".into()) }],
+        ..Default::default()
+    };
     let valid = config.validate().expect("valid config");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let summary = runtime.block_on(async {
