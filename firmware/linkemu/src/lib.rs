@@ -5,6 +5,7 @@
 //! UDP relay: listen on one port, forward to a target, relay replies back.
 
 pub mod impairment;
+pub mod ip_mode;
 pub mod profile;
 pub mod relay;
 mod rng;

@@ -1,8 +1,10 @@
 //! `linkemu`: relay UDP through an emulated link.
 //!
-//! `linkemu --listen 127.0.0.1:9000 --target 127.0.0.1:9001 --profile 4g-fixed` reads the
-//! profile from bench/links.toml (or `--profiles FILE`); `--rtt-ms`, `--jitter-ms`, `--loss-pct`
-//! and `--rate-kbps` override it. Prints the counters as one JSON line a second.
+//! `linkemu --listen 127.0.0.1:9000 --target 127.0.0.1:9001 --profile 4g-fixed` relays UDP;
+//! `linkemu --netns tb --profile 4g-fixed` joins two network namespaces (`tb-a` at 198.18.0.1,
+//! `tb-b` at 198.18.0.2) through the link for TCP: run programs in them with `ip netns exec`.
+//! The profile comes from bench/links.toml (or `--profiles FILE`); `--rtt-ms`, `--jitter-ms`,
+//! `--loss-pct` and `--rate-kbps` override it. Prints the counters as one JSON line a second.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,12 +17,15 @@ use linkemu::{Impairment, LinkProfile, Profiles};
 #[derive(Debug, Parser)]
 #[command(name = "linkemu", version, about = "Relay UDP through an emulated network link")]
 struct Args {
-    /// Address to listen on.
-    #[arg(long)]
-    listen: SocketAddr,
-    /// Where to forward.
-    #[arg(long)]
-    target: SocketAddr,
+    /// Address to listen on (UDP relay mode).
+    #[arg(long, required_unless_present = "netns")]
+    listen: Option<SocketAddr>,
+    /// Where to forward (UDP relay mode).
+    #[arg(long, required_unless_present = "netns")]
+    target: Option<SocketAddr>,
+    /// IP mode: create namespaces PREFIX-a and PREFIX-b joined through the link (needs root).
+    #[arg(long, conflicts_with_all = ["listen", "target"])]
+    netns: Option<String>,
     /// Profile name from the profiles file.
     #[arg(long)]
     profile: Option<String>,
@@ -80,11 +85,38 @@ async fn main() -> anyhow::Result<()> {
     }
     let forward = Impairment::new(profile.params(), profile.events.clone(), args.seed);
     let reverse = Impairment::new(profile.params(), profile.events.clone(), args.seed.wrapping_add(1));
-    let relay = linkemu::relay::start(args.listen, args.target, forward, reverse)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    eprintln!("linkemu: {} -> {} through {:?}", relay.listen, args.target, profile.name);
     let started = std::time::Instant::now();
+    if let Some(prefix) = &args.netns {
+        let link = linkemu::ip_mode::start(prefix, forward, reverse).await.context("creating the namespaces")?;
+        eprintln!(
+            "linkemu: {} ({}) <-> {} ({}) through {:?}; Ctrl-C removes them",
+            link.ns_a,
+            linkemu::ip_mode::ADDR_A,
+            link.ns_b,
+            linkemu::ip_mode::ADDR_B,
+            profile.name
+        );
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => break,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+            let stats =
+                linkemu::relay::RelayStats { forward: link.forward.snapshot(), reverse: link.reverse.snapshot() };
+            println!("{}", serde_json_line(started.elapsed().as_secs_f64(), &stats));
+            if args.seconds.is_some_and(|s| started.elapsed().as_secs_f64() >= s) {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    let (Some(listen), Some(target)) = (args.listen, args.target) else {
+        anyhow::bail!("give --listen and --target, or --netns")
+    };
+    let relay = linkemu::relay::start(listen, target, forward, reverse)
+        .await
+        .with_context(|| format!("listening on {listen}"))?;
+    eprintln!("linkemu: {} -> {target} through {:?}", relay.listen, profile.name);
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,

@@ -63,6 +63,10 @@ impl DirectionCounters {
         }
     }
 
+    pub(crate) fn count_verdict(&self, v: &Verdict) {
+        self.count(v);
+    }
+
     fn count(&self, v: &Verdict) {
         let c = match v {
             Verdict::Deliver(_) => return,
@@ -92,12 +96,14 @@ impl Drop for Relay {
     }
 }
 
-struct Pending {
-    at: Instant,
-    seq: u64,
-    data: Vec<u8>,
-    socket: Arc<UdpSocket>,
-    to: Option<SocketAddr>,
+/// Where a delayed packet goes when it is due.
+pub(crate) type Out = Arc<dyn Fn(&[u8]) -> std::io::Result<usize> + Send + Sync>;
+
+pub(crate) struct Pending {
+    pub(crate) at: Instant,
+    pub(crate) seq: u64,
+    pub(crate) data: Vec<u8>,
+    pub(crate) out: Out,
 }
 
 impl PartialEq for Pending {
@@ -118,8 +124,8 @@ impl Ord for Pending {
     }
 }
 
-/// Delivers datagrams at their due time.
-async fn deliver(mut rx: mpsc::UnboundedReceiver<Pending>, counters: Arc<DirectionCounters>) {
+/// Delivers packets at their due time.
+pub(crate) async fn deliver(mut rx: mpsc::UnboundedReceiver<Pending>, counters: Arc<DirectionCounters>) {
     let mut heap = BinaryHeap::new();
     loop {
         let next = heap.peek().map(|p: &Pending| p.at);
@@ -131,11 +137,7 @@ async fn deliver(mut rx: mpsc::UnboundedReceiver<Pending>, counters: Arc<Directi
             _ = async { match next { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
                 while heap.peek().is_some_and(|p| p.at <= Instant::now()) {
                     let Some(p) = heap.pop() else { break };
-                    let sent = match p.to {
-                        Some(to) => p.socket.send_to(&p.data, to).await,
-                        None => p.socket.send(&p.data).await,
-                    };
-                    if sent.is_ok() {
+                    if (p.out)(&p.data).is_ok() {
                         counters.delivered.fetch_add(1, Ordering::Relaxed);
                         counters.bytes_delivered.fetch_add(p.data.len() as u64, Ordering::Relaxed);
                     }
@@ -191,12 +193,13 @@ pub async fn start(
                             let v = rev.lock().unwrap_or_else(|p| p.into_inner()).on_packet(now - start, n);
                             rc.count(&v);
                             if let Verdict::Deliver(at) = v {
+                                let sock = listen_socket.clone();
+                                let out: Out = Arc::new(move |d: &[u8]| sock.try_send_to(d, from));
                                 let p = Pending {
                                     at: start + at,
                                     seq: seq.fetch_add(1, Ordering::Relaxed),
                                     data: buf[..n].to_vec(),
-                                    socket: listen_socket.clone(),
-                                    to: Some(from),
+                                    out,
                                 };
                                 if rev_tx.send(p).is_err() {
                                     break;
@@ -213,13 +216,9 @@ pub async fn start(
             let v = forward.lock().unwrap_or_else(|p| p.into_inner()).on_packet(now - start, n);
             fc.count(&v);
             if let Verdict::Deliver(at) = v {
-                let p = Pending {
-                    at: start + at,
-                    seq: seq.fetch_add(1, Ordering::Relaxed),
-                    data: buf[..n].to_vec(),
-                    socket: up,
-                    to: None,
-                };
+                let out: Out = Arc::new(move |d: &[u8]| up.try_send(d));
+                let p =
+                    Pending { at: start + at, seq: seq.fetch_add(1, Ordering::Relaxed), data: buf[..n].to_vec(), out };
                 if fwd_tx.send(p).is_err() {
                     break;
                 }
