@@ -1,0 +1,50 @@
+//! Line charts of time series to PNG (plotters, with the DejaVu font the setup installs).
+
+use std::path::Path;
+
+use anyhow::{anyhow, Context};
+use plotters::prelude::*;
+
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/// One line: a label and (x, y) points.
+pub struct Series {
+    /// Legend label.
+    pub label: String,
+    /// Points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Draws `series` into a PNG at `path`.
+pub fn lines(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[Series]) -> anyhow::Result<()> {
+    let font = std::fs::read(FONT).with_context(|| format!("reading {FONT} (install fonts-dejavu-core)"))?;
+    let font: &'static [u8] = Box::leak(font.into_boxed_slice());
+    plotters::style::register_font("sans-serif", FontStyle::Normal, font).map_err(|_| anyhow!("cannot load {FONT}"))?;
+    let xmax = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(1.0, f64::max);
+    let ymax = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(1.0, f64::max) * 1.1;
+    let root = BitMapBackend::new(path, (1000, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
+    chart.configure_mesh().x_desc(x_label).y_desc(y_label).label_style(("sans-serif", 14)).draw()?;
+    let colors = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
+    for (i, s) in series.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))?
+            .label(s.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
