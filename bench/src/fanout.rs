@@ -1,0 +1,151 @@
+//! Benchmark 6: fan-out, in the table layout of the Raspberry Pi server study (connections, CPU,
+//! memory, expected against actual bandwidth). One encoder listens; 1, 10, 25, 50 decoders call
+//! it at once (`--sink fake`); streams are 320x180 at 580 kbit/s video, the study's rate per
+//! connection. The encoder's CPU and RSS are read from /proc over the steady state.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::Context;
+
+fn ticks(pid: u32) -> anyhow::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("").split_whitespace().collect();
+    Ok(fields.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0))
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+struct Row {
+    callers: usize,
+    connected: u64,
+    cpu_pct: f64,
+    rss_mb: f64,
+    expected_mbps: f64,
+    actual_mbps: f64,
+    decoders_with_video: usize,
+}
+
+fn one(out: &Path, callers: usize, seconds: u64) -> anyhow::Result<Row> {
+    let bin = crate::telebridge()?;
+    let port = crate::free_udp_port()?;
+    let enc_out = out.join(format!("fanout-{callers}-encoder.jsonl"));
+    let total = seconds + 8;
+    let mut encoder = crate::spawn_to(
+        Command::new(&bin)
+            .args(["-q", "encode", "--source", "test", "--size", "320x180", "--bitrate-kbps", "580", "--stats", "json"])
+            .args(["--output", &format!("srt://:{port}?mode=listener"), "--duration", &format!("{total}s")]),
+        &enc_out,
+    )?;
+    std::thread::sleep(Duration::from_millis(800));
+    let mut decoders = Vec::new();
+    for i in 0..callers {
+        let path = out.join(format!("fanout-{callers}-decoder{i}.jsonl"));
+        decoders.push(crate::spawn_to(
+            Command::new(&bin).args(["-q", "decode", "--sink", "fake", "--stats", "json"]).args([
+                "--input",
+                &format!("srt://127.0.0.1:{port}"),
+                "--duration",
+                &format!("{}s", total - 2),
+            ]),
+            &path,
+        )?);
+    }
+    // Steady state: from 4 s after the last caller started, for `seconds`.
+    std::thread::sleep(Duration::from_secs(4));
+    let pid = encoder.id();
+    let (t0, sent0) = (ticks(pid)?, std::time::Instant::now());
+    let mut rss = Vec::new();
+    for _ in 0..seconds {
+        std::thread::sleep(Duration::from_secs(1));
+        rss.push(rss_kb(pid));
+    }
+    let cpu_pct = (ticks(pid)? - t0) as f64 / 100.0 / sent0.elapsed().as_secs_f64() * 100.0;
+    let enc_status = encoder.wait()?;
+    for d in &mut decoders {
+        let _ = d.wait();
+    }
+    anyhow::ensure!(enc_status.success(), "encoder {enc_status}");
+    // Bandwidth: the listener's send rate summed over its callers (libsrt's own estimate),
+    // averaged over the steady state.
+    let lines = crate::json_lines(&enc_out);
+    let (from, to) = (6.0, 6.0 + seconds as f64);
+    let rates: Vec<f64> = lines
+        .iter()
+        .filter(|l| l["t"].as_f64().is_some_and(|t| (from..=to).contains(&t)))
+        .filter_map(|l| l["outputs"][0]["srt"]["send_rate_mbps"].as_f64())
+        .collect();
+    let actual_mbps = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
+    let connected = lines.iter().filter_map(|l| l["outputs"][0]["callers"].as_u64()).max().unwrap_or(0);
+    let decoders_with_video = (0..callers)
+        .filter(|i| {
+            crate::json_lines(&out.join(format!("fanout-{callers}-decoder{i}.jsonl")))
+                .iter()
+                .find_map(|l| l.get("summary").cloned())
+                .is_some_and(|s| s["decoder"]["frames_decoded"].as_u64().unwrap_or(0) > 100)
+        })
+        .count();
+    // 580 kbit/s video + 128 kbit/s AAC + MPEG-TS overhead (~4 %) per caller.
+    let expected_mbps = callers as f64 * (580.0 + 128.0) * 1.04 / 1000.0;
+    let rss_mb = rss.iter().sum::<u64>() as f64 / rss.len().max(1) as f64 / 1024.0;
+    Ok(Row { callers, connected, cpu_pct, rss_mb, expected_mbps, actual_mbps, decoders_with_video })
+}
+
+/// Runs each caller count and prints the table; in quick mode checks the figures.
+pub fn run(out: &Path, quick: bool) -> anyhow::Result<()> {
+    let counts: &[usize] = if quick { &[1, 3] } else { &[1, 10, 25, 50] };
+    let seconds = if quick { 5 } else { 15 };
+    let mut rows = Vec::new();
+    for &n in counts {
+        eprintln!("fan-out: {n} callers, {seconds} s ...");
+        rows.push(one(out, n, seconds).with_context(|| format!("{n} callers"))?);
+    }
+    println!("| callers | connected | encoder CPU (1 core = 100 %) | encoder RSS | expected bandwidth | actual bandwidth | decoders with video |");
+    println!("|---|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {:.1} % | {:.0} MB | {:.2} Mbit/s | {:.2} Mbit/s | {} / {} |",
+            r.callers,
+            r.connected,
+            r.cpu_pct,
+            r.rss_mb,
+            r.expected_mbps,
+            r.actual_mbps,
+            r.decoders_with_video,
+            r.callers
+        );
+    }
+    if quick {
+        for r in &rows {
+            anyhow::ensure!(r.connected as usize == r.callers, "{} callers, {} connected", r.callers, r.connected);
+            anyhow::ensure!(
+                r.decoders_with_video == r.callers,
+                "{} of {} decoders got video",
+                r.decoders_with_video,
+                r.callers
+            );
+            let ratio = r.actual_mbps / r.expected_mbps;
+            anyhow::ensure!(
+                (0.7..1.5).contains(&ratio),
+                "{} callers: {:.2} Mbit/s sent for {:.2} expected",
+                r.callers,
+                r.actual_mbps,
+                r.expected_mbps
+            );
+        }
+        eprintln!("quick check passed: every caller connected, got video, and the bandwidth matches");
+    }
+    Ok(())
+}
