@@ -9,16 +9,6 @@ use std::time::Duration;
 
 use support::*;
 
-fn encode(dir: &std::path::Path, name: &str, outputs: &[&str], extra: &[&str]) -> Proc {
-    let mut cmd = telebridge();
-    cmd.args(["encode", "--source", "test", "--stats", "json"]);
-    for o in outputs {
-        cmd.args(["--output", o]);
-    }
-    cmd.args(extra);
-    Proc::spawn(cmd, dir, name)
-}
-
 fn assert_h264_aac(file: &std::path::Path, w: u32, h: u32, fps: &str) {
     let streams = ffprobe_streams(file);
     let video = streams
@@ -38,7 +28,7 @@ fn caller_into_srt_live_transmit() {
     let out = dir.join("received.ts");
     let mut rx = slt_to_file(&format!("srt://:{port}?mode=listener"), &out, &dir, "slt");
     std::thread::sleep(Duration::from_millis(300));
-    let mut enc = encode(
+    let mut enc = encoder(
         &dir,
         "encoder",
         &[&format!("srt://127.0.0.1:{port}?mode=caller")],
@@ -83,7 +73,7 @@ fn caller_into_ffmpeg_listener() {
     .arg(&out);
     let mut rx = Proc::spawn(cmd, &dir, "ffmpeg");
     std::thread::sleep(Duration::from_millis(500));
-    let mut enc = encode(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
+    let mut enc = encoder(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
     assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
     // ffmpeg ends by itself when the caller closes the connection.
     rx.wait_timeout(Duration::from_secs(5));
@@ -109,7 +99,7 @@ fn caller_into_gstreamer_srtsrc() {
     ]);
     let mut rx = Proc::spawn(cmd, &dir, "srtsrc");
     std::thread::sleep(Duration::from_millis(500));
-    let mut enc = encode(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
+    let mut enc = encoder(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
     assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
     rx.signal("INT");
     rx.wait_timeout(Duration::from_secs(3));
@@ -136,7 +126,7 @@ fn aes_128_and_256_interoperate_as_caller_and_listener() {
         );
         std::thread::sleep(Duration::from_millis(300));
         let name = format!("enc-caller-{keylen}");
-        let mut enc = encode(
+        let mut enc = encoder(
             &dir,
             &name,
             &[&format!("srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen={keylen}")],
@@ -152,7 +142,7 @@ fn aes_128_and_256_interoperate_as_caller_and_listener() {
         let port = free_udp_port();
         let out = dir.join(format!("listener-aes{keylen}.ts"));
         let name = format!("enc-listener-{keylen}");
-        let mut enc = encode(
+        let mut enc = encoder(
             &dir,
             &name,
             &[&format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen={keylen}")],
@@ -190,7 +180,7 @@ fn wrong_passphrase_is_reported_as_caller_and_as_listener() {
         "slt",
     );
     std::thread::sleep(Duration::from_millis(300));
-    let mut enc = encode(
+    let mut enc = encoder(
         &dir,
         "caller",
         &[&format!("srt://127.0.0.1:{port}?mode=caller&passphrase=the-wrong-one-456")],
@@ -208,7 +198,7 @@ fn wrong_passphrase_is_reported_as_caller_and_as_listener() {
 
     // A caller with a wrong passphrase calls our listener.
     let port = free_udp_port();
-    let mut enc = encode(
+    let mut enc = encoder(
         &dir,
         "listener",
         &[&format!("srt://:{port}?mode=listener&passphrase=the-right-one-123")],
@@ -234,7 +224,7 @@ fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
     let dir = scratch("fanout");
     let port = free_udp_port();
     let mut enc =
-        encode(&dir, "encoder", &[&format!("srt://:{port}?mode=listener&latency=200")], &["--duration", "16s"]);
+        encoder(&dir, "encoder", &[&format!("srt://:{port}?mode=listener&latency=200")], &["--duration", "16s"]);
     std::thread::sleep(Duration::from_millis(800));
     let files: Vec<_> = (0..3).map(|i| dir.join(format!("caller{i}.ts"))).collect();
     let callers: Vec<Proc> = files
@@ -294,7 +284,7 @@ fn caller_reconnects_after_the_receiver_restarts() {
     let second = dir.join("second.ts");
     let rx = slt_to_file(&format!("srt://:{port}?mode=listener"), &first, &dir, "slt1");
     std::thread::sleep(Duration::from_millis(300));
-    let mut enc = encode(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "20s"]);
+    let mut enc = encoder(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "20s"]);
     assert!(wait_for(Duration::from_secs(5), || size(&first) > 500_000).is_some(), "first receiver got nothing");
     rx.signal("KILL");
     drop(rx);

@@ -21,34 +21,7 @@ fn assert_no_key(dir: &Path, name: &str) {
 }
 
 fn probe_rtmp(port: u16) -> Vec<StreamInfo> {
-    let out = Command::new("timeout")
-        .args([
-            "10",
-            "ffprobe",
-            "-v",
-            "error",
-            "-show_entries",
-            "stream=codec_name,width,height,r_frame_rate",
-            "-of",
-            "json",
-        ])
-        .arg(format!("rtmp://127.0.0.1:{port}/live/{KEY}"))
-        .output()
-        .expect("run ffprobe");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    v["streams"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|s| StreamInfo {
-                    codec: s["codec_name"].as_str().unwrap_or("").into(),
-                    width: s["width"].as_u64().unwrap_or(0) as u32,
-                    height: s["height"].as_u64().unwrap_or(0) as u32,
-                    fps: s["r_frame_rate"].as_str().unwrap_or("").into(),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    ffprobe_streams(format!("rtmp://127.0.0.1:{port}/live/{KEY}"))
 }
 
 fn h264_720p_and_aac(streams: &[StreamInfo]) -> bool {

@@ -109,10 +109,19 @@ pub struct StreamInfo {
     pub fps: String,
 }
 
-/// The streams in a file (or URL).
-pub fn ffprobe_streams(input: &Path) -> Vec<StreamInfo> {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-show_entries", "stream=codec_name,width,height,r_frame_rate", "-of", "json"])
+/// The streams in a file or at a URL (ffprobe gets 10 s).
+pub fn ffprobe_streams(input: impl AsRef<std::ffi::OsStr>) -> Vec<StreamInfo> {
+    let out = Command::new("timeout")
+        .args([
+            "10",
+            "ffprobe",
+            "-v",
+            "error",
+            "-show_entries",
+            "stream=codec_name,width,height,r_frame_rate",
+            "-of",
+            "json",
+        ])
         .arg(input)
         .output()
         .expect("run ffprobe");

@@ -342,30 +342,10 @@ fn encode(args: EncodeArgs) -> ExitCode {
     } else {
         None
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
     let options = RunOptions { duration: args.duration, on_sample, commands: None };
-    let result = runtime.block_on(telebridge_appliance::run_encoder(valid, options, shutdown_signal()));
-    match result {
-        Ok(summary) => {
-            if json {
-                if let Ok(line) = serde_json::to_string(&serde_json::json!({ "summary": summary })) {
-                    println!("{line}");
-                }
-            }
-            ExitCode::SUCCESS
-        }
-        Err(AppError::BadInput(e)) => bad_input(e),
-        Err(AppError::Runtime(e)) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_async(telebridge_appliance::run_encoder(valid, options, shutdown_signal()), |summary| {
+        print_summary(json, &summary)
+    })
 }
 
 fn measure(args: MeasureArgs) -> ExitCode {
@@ -400,32 +380,18 @@ fn measure(args: MeasureArgs) -> ExitCode {
         x264_preset: args.x264_preset,
         audio: args.audio,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(telebridge_appliance::measure::measure(&plan)) {
-        Ok(rows) => {
-            if args.json {
-                for r in &rows {
-                    if let Ok(line) = serde_json::to_string(r) {
-                        println!("{line}");
-                    }
+    let json = args.json;
+    run_async(telebridge_appliance::measure::measure(&plan), |rows| {
+        if json {
+            for r in &rows {
+                if let Ok(line) = serde_json::to_string(r) {
+                    println!("{line}");
                 }
-            } else {
-                print!("{}", telebridge_appliance::measure::table(&rows));
             }
-            ExitCode::SUCCESS
+        } else {
+            print!("{}", telebridge_appliance::measure::table(&rows));
         }
-        Err(AppError::BadInput(e)) => bad_input(e),
-        Err(AppError::Runtime(e)) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
 
 fn decode(args: DecodeArgs) -> ExitCode {
@@ -467,6 +433,11 @@ fn decode(args: DecodeArgs) -> ExitCode {
         on_sample,
         loop_to,
     };
+    run_async(telebridge_appliance::run_decoder(options, shutdown_signal()), |summary| print_summary(json, &summary))
+}
+
+/// Runs `work` on a small runtime; errors become exit codes (2 bad input, 1 failure).
+fn run_async<T>(work: impl std::future::Future<Output = Result<T, AppError>>, done: impl FnOnce(T)) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -474,19 +445,24 @@ fn decode(args: DecodeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(telebridge_appliance::run_decoder(options, shutdown_signal())) {
-        Ok(summary) => {
-            if json {
-                if let Ok(line) = serde_json::to_string(&serde_json::json!({ "summary": summary })) {
-                    println!("{line}");
-                }
-            }
+    match runtime.block_on(work) {
+        Ok(v) => {
+            done(v);
             ExitCode::SUCCESS
         }
         Err(AppError::BadInput(e)) => bad_input(e),
         Err(AppError::Runtime(e)) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints `{"summary": ...}` when JSON stats were asked for.
+fn print_summary(json: bool, summary: &impl serde::Serialize) {
+    if json {
+        if let Ok(line) = serde_json::to_string(&serde_json::json!({ "summary": summary })) {
+            println!("{line}");
         }
     }
 }
