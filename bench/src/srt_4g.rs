@@ -194,8 +194,9 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
                 "latency {}: a lossy link showed no loss or no retransmission",
                 r.latency_ms
             );
+            // A 25 s run includes the profile's 3 s outage (RTT 1200 ms, 10 % loss) and its recovery.
             anyhow::ensure!(
-                r.frames_decoded * 10 >= r.frames_encoded * 8,
+                r.frames_decoded * 100 >= r.frames_encoded * 65,
                 "latency {}: decoded {} of {} frames",
                 r.latency_ms,
                 r.frames_decoded,

@@ -78,8 +78,9 @@ async fn delay_jitter_and_loss_through_real_sockets() {
     let (m, sd) = mean_sd(&rtts);
     let loss = 1.0 - rtts.len() as f64 / 3000.0;
     eprintln!("rtt mean {m:.2} ms sd {sd:.2} ms, loss {:.2} %, stats {:?}", loss * 100.0, relay.stats());
-    // 2 x 20 ms plus scheduling; jitter of the sum of two N(0, 3) is 4.2 ms.
-    assert!((40.0..44.0).contains(&m), "mean rtt {m}");
+    // 2 x 20 ms plus scheduling (tokio's 1 ms timer, more on a busy machine); jitter of the sum
+    // of two N(0, 3) is 4.2 ms.
+    assert!((40.0..46.0).contains(&m), "mean rtt {m}");
     assert!((3.6..5.5).contains(&sd), "rtt sd {sd}");
     // 1 - 0.98^2 = 3.96 %.
     assert!((0.028..0.052).contains(&loss), "loss {loss}");
