@@ -159,7 +159,7 @@ pub async fn start(prefix: &str, forward: Impairment, reverse: Impairment) -> io
                     Ok(Ok(n)) if n > 0 => {
                         counters.offered.fetch_add(1, Ordering::Relaxed);
                         let v = imp.lock().unwrap_or_else(|p| p.into_inner()).on_packet(Instant::now() - start, n);
-                        counters.count_verdict(&v);
+                        counters.count(&v);
                         if let Verdict::Deliver(at) = v {
                             let p = Pending {
                                 at: start + at,

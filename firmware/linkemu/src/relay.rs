@@ -63,11 +63,7 @@ impl DirectionCounters {
         }
     }
 
-    pub(crate) fn count_verdict(&self, v: &Verdict) {
-        self.count(v);
-    }
-
-    fn count(&self, v: &Verdict) {
+    pub(crate) fn count(&self, v: &Verdict) {
         let c = match v {
             Verdict::Deliver(_) => return,
             Verdict::Drop(DropReason::Random) => &self.dropped_random,

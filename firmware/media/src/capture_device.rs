@@ -213,8 +213,7 @@ const VIDIOC_QUERY_DV_TIMINGS: u64 = ioc(IOC_READ, 99);
 pub fn query_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     let dev = v4l::Device::with_path(path)?;
     let fd = dev.handle().fd();
-    let mut raw: v4l::v4l_sys::v4l2_dv_timings =
-        v4l::v4l_sys::v4l2_dv_timings { type_: 0, __bindgen_anon_1: unsafe_zeroed_union() };
+    let mut raw: v4l::v4l_sys::v4l2_dv_timings = zeroed_dv_timings();
     #[allow(unsafe_code)]
     // SAFETY: `raw` is a properly sized and aligned v4l2_dv_timings that outlives the call; the
     // request code is computed from that same struct's size, so the kernel writes within it.
@@ -247,8 +246,7 @@ pub fn query_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
 pub fn apply_queried_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     let dev = v4l::Device::with_path(path)?;
     let fd = dev.handle().fd();
-    let mut raw: v4l::v4l_sys::v4l2_dv_timings =
-        v4l::v4l_sys::v4l2_dv_timings { type_: 0, __bindgen_anon_1: unsafe_zeroed_union() };
+    let mut raw: v4l::v4l_sys::v4l2_dv_timings = zeroed_dv_timings();
     #[allow(unsafe_code)]
     // SAFETY: as in `query_dv_timings`: a valid, correctly sized struct for both ioctls.
     let queried = unsafe { v4l::v4l2::ioctl(fd, VIDIOC_QUERY_DV_TIMINGS as _, &mut raw as *mut _ as *mut c_void) };
@@ -262,8 +260,12 @@ pub fn apply_queried_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     query_dv_timings(path)
 }
 
-fn unsafe_zeroed_union() -> v4l::v4l_sys::v4l2_dv_timings__bindgen_ty_1 {
-    v4l::v4l_sys::v4l2_dv_timings__bindgen_ty_1 { reserved: [0; 32] }
+/// An all-zero `v4l2_dv_timings` for the kernel to fill.
+fn zeroed_dv_timings() -> v4l::v4l_sys::v4l2_dv_timings {
+    v4l::v4l_sys::v4l2_dv_timings {
+        type_: 0,
+        __bindgen_anon_1: v4l::v4l_sys::v4l2_dv_timings__bindgen_ty_1 { reserved: [0; 32] },
+    }
 }
 
 mod libc_errno {

@@ -10,6 +10,7 @@
 //! through [`TsFanout`] and feeds its own pipeline through a bounded leaky `appsrc`, so an output
 //! that blocks, fails or restarts never touches the encoder or another output.
 
+use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -435,8 +436,6 @@ fn add_video_source(
         }
     }
 }
-
-use std::str::FromStr;
 
 /// Burns the timecode into each frame as it leaves the test source.
 fn add_timecode_stamp(pad: &gst::Pad) {
