@@ -9,25 +9,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-fn ticks(pid: u32) -> anyhow::Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("").split_whitespace().collect();
-    Ok(fields.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0))
-}
-
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 struct Row {
     callers: usize,
     connected: u64,
@@ -66,13 +47,13 @@ fn one(out: &Path, callers: usize, seconds: u64) -> anyhow::Result<Row> {
     // Steady state: from 4 s after the last caller started, for `seconds`.
     std::thread::sleep(Duration::from_secs(4));
     let pid = encoder.id();
-    let (t0, sent0) = (ticks(pid)?, std::time::Instant::now());
+    let (t0, sent0) = (crate::ticks(pid)?, std::time::Instant::now());
     let mut rss = Vec::new();
     for _ in 0..seconds {
         std::thread::sleep(Duration::from_secs(1));
-        rss.push(rss_kb(pid));
+        rss.push(crate::rss_kb(pid));
     }
-    let cpu_pct = (ticks(pid)? - t0) as f64 / 100.0 / sent0.elapsed().as_secs_f64() * 100.0;
+    let cpu_pct = (crate::ticks(pid)? - t0) as f64 / 100.0 / sent0.elapsed().as_secs_f64() * 100.0;
     let enc_status = encoder.wait()?;
     for d in &mut decoders {
         let _ = d.wait();

@@ -6,7 +6,11 @@
 
 mod fanout;
 mod plot;
+mod reader;
+mod rtmp_srt;
 mod srt_4g;
+mod throughput;
+mod transport;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -38,6 +42,41 @@ enum Bench {
     /// One encoder listening, 1, 10, 25, 50 decoders calling: CPU, memory, expected against
     /// actual bandwidth (the Raspberry Pi server study's table).
     Fanout,
+    /// Glass-to-glass latency, SRT against RTMP, per profile (the RTMP-vs-SRT study's test).
+    Latency,
+    /// Highest sustainable bitrate, SRT against RTMP, per profile: 1, 2, 6, 10, 20 Mbit/s.
+    Bitrate,
+    /// Throughput against added delay, 0 to 40 ms in 1 ms steps, TCP and SRT (the VPN study's
+    /// method: three 10 s transfers per step).
+    Throughput,
+    /// Our SRT transport (`telebridge relay`) against srt-live-transmit on the same link and
+    /// stream: CPU seconds per GB and losses, sender and receiver.
+    Transport,
+    /// Plays an RTMP stream and prints each frame's latency from its timecode (used by the
+    /// latency and bitrate benchmarks, inside the link's namespace).
+    #[command(name = "tcp-send", hide = true)]
+    TcpSend {
+        /// HOST:PORT
+        addr: String,
+        /// How long to send.
+        #[arg(long)]
+        seconds: f64,
+    },
+    /// Counts bytes from one TCP connection (or stdin) and prints `bytes seconds`.
+    #[command(hide = true)]
+    Sink {
+        /// Listen here for one TCP connection instead of reading stdin.
+        #[arg(long)]
+        tcp: Option<String>,
+    },
+    #[command(name = "rtmp-read", hide = true)]
+    RtmpRead {
+        /// rtmp://HOST:PORT/APP/KEY
+        url: String,
+        /// How long to read.
+        #[arg(long)]
+        seconds: f64,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -47,6 +86,13 @@ fn main() -> anyhow::Result<()> {
     match args.bench {
         Bench::Srt4g => runtime.block_on(srt_4g::run(&args.profiles, &args.out, args.quick)),
         Bench::Fanout => fanout::run(&args.out, args.quick),
+        Bench::Latency => runtime.block_on(rtmp_srt::latency(&args.profiles, &args.out, args.quick)),
+        Bench::Bitrate => runtime.block_on(rtmp_srt::bitrate(&args.profiles, &args.out, args.quick)),
+        Bench::Transport => runtime.block_on(transport::run(&args.profiles, &args.out, args.quick)),
+        Bench::Throughput => runtime.block_on(throughput::run(&args.profiles, &args.out, args.quick)),
+        Bench::TcpSend { addr, seconds } => throughput::tcp_send(&addr, seconds),
+        Bench::Sink { tcp } => throughput::sink(tcp.as_deref()),
+        Bench::RtmpRead { url, seconds } => reader::run(&url, seconds),
     }
 }
 
@@ -72,4 +118,30 @@ pub fn free_udp_port() -> anyhow::Result<u16> {
 /// The JSON lines of a `--stats json` run.
 pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+/// CPU time of a process so far, in clock ticks (1/100 s).
+pub fn ticks(pid: u32) -> anyhow::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("").split_whitespace().collect();
+    Ok(fields.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0))
+}
+
+/// A process's resident memory now, kB.
+pub fn rss_kb(pid: u32) -> u64 {
+    proc_status_kb(pid, "VmRSS")
+}
+
+/// A field of /proc/PID/status in kB (VmRSS, VmHWM).
+pub fn proc_status_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
 }

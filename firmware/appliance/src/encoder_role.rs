@@ -12,10 +12,9 @@ use telebridge_media::capture_device::{self, CaptureKind};
 use telebridge_media::{
     choose_encoder, probe_encoder, EncoderChoice, EncoderPipeline, EncoderSettings, Platform, TsFanout,
 };
-use telebridge_outputs::{Recording, RtmpOutput};
-use telebridge_srt::{OutputStatus, SrtOutput};
 use tracing::{error, info, warn};
 
+use crate::outputs::Output;
 use crate::stats::{EncoderMeter, StatsSample, Summary};
 use crate::AppError;
 
@@ -84,16 +83,7 @@ pub async fn run_encoder(
         })
     };
     let start_output = |name: &str, spec: &OutputSpec| -> Result<Arc<Output>, AppError> {
-        Ok(Arc::new(match spec {
-            OutputSpec::Srt(url) => Output::Srt(
-                SrtOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe_proxy.clone())
-                    .map_err(|e| AppError::BadInput(e.to_string()))?,
-            ),
-            OutputSpec::Rtmp(url) => {
-                Output::Rtmp(RtmpOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe_proxy.clone()))
-            }
-            OutputSpec::File(f) => Output::File(Recording::start(name.to_string(), f.clone())),
-        }))
+        Output::start(name, spec, queue_bytes, keyframe_proxy.clone()).map(Arc::new)
     };
     let mut outputs: Vec<(String, Arc<Output>, telebridge_media::TsConsumerId)> = Vec::new();
     for (name, spec) in &config.outputs {
@@ -227,38 +217,4 @@ fn pipeline_error(pipeline: &EncoderPipeline) -> Option<AppError> {
         }
     }
     None
-}
-
-/// Any output, fed the same TS buffers.
-#[derive(Debug)]
-enum Output {
-    Srt(SrtOutput),
-    Rtmp(RtmpOutput),
-    File(Recording),
-}
-
-impl Output {
-    fn push(&self, buffer: &gst::Buffer) {
-        match self {
-            Output::Srt(o) => o.push(buffer),
-            Output::Rtmp(o) => o.push(buffer),
-            Output::File(o) => o.push(buffer),
-        }
-    }
-
-    fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus> {
-        match self {
-            Output::Srt(o) => o.status(),
-            Output::Rtmp(o) => o.status(),
-            Output::File(o) => o.status(),
-        }
-    }
-
-    fn stop(self) {
-        match self {
-            Output::Srt(o) => o.stop(),
-            Output::Rtmp(o) => o.stop(),
-            Output::File(o) => o.stop(),
-        }
-    }
 }

@@ -147,29 +147,20 @@ impl DecodePipeline {
                 .new_sample(move |sink| {
                     let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
                     counters.frames_decoded.fetch_add(1, Ordering::Relaxed);
-                    if let (Some(buffer), Some(info)) =
-                        (sample.buffer(), sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok()))
-                    {
+                    if let Some(info) = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok()) {
                         counters.width.store(info.width(), Ordering::Relaxed);
                         counters.height.store(info.height(), Ordering::Relaxed);
-                        if let Ok(frame) = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &info) {
-                            let stride = frame.plane_stride()[0] as usize;
-                            if let Ok(luma) = frame.plane_data(0) {
-                                if let Some(tc) =
-                                    timecode::read_luma(luma, stride, info.width() as usize, info.height() as usize)
-                                {
-                                    let mut last = last_frame_no.lock().unwrap_or_else(|p| p.into_inner());
-                                    if let Some(prev) = *last {
-                                        let gap = tc.frame.wrapping_sub(prev) & 0xff_ffff;
-                                        if gap > 1 && gap < 1000 {
-                                            counters.frames_missing.fetch_add(u64::from(gap - 1), Ordering::Relaxed);
-                                        }
-                                    }
-                                    *last = Some(tc.frame);
-                                    on_timecode(tc);
-                                }
+                    }
+                    if let Some(tc) = sample_timecode(&sample) {
+                        let mut last = last_frame_no.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Some(prev) = *last {
+                            let gap = tc.frame.wrapping_sub(prev) & 0xff_ffff;
+                            if gap > 1 && gap < 1000 {
+                                counters.frames_missing.fetch_add(u64::from(gap - 1), Ordering::Relaxed);
                             }
                         }
+                        *last = Some(tc.frame);
+                        on_timecode(tc);
                     }
                     on_frame(&sample);
                     Ok(gst::FlowSuccess::Ok)
@@ -202,4 +193,14 @@ impl Drop for DecodePipeline {
     fn drop(&mut self) {
         let _ = self.pipeline.set_state(gst::State::Null);
     }
+}
+
+/// The burnt-in timecode of a decoded raw video frame (any planar YUV format with luma first),
+/// if it carries one.
+pub fn sample_timecode(sample: &gst::Sample) -> Option<Timecode> {
+    let buffer = sample.buffer()?;
+    let info = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok())?;
+    let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &info).ok()?;
+    let stride = frame.plane_stride()[0] as usize;
+    timecode::read_luma(frame.plane_data(0).ok()?, stride, info.width() as usize, info.height() as usize)
 }

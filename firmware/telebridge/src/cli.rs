@@ -27,6 +27,9 @@ enum Command {
     /// Receive SRT, decode, and show it (HDMI, a window, a file, or nowhere), with a slate when
     /// nothing arrives and glass-to-glass latency when the sender burns in timecodes.
     Decode(DecodeArgs),
+    /// Receive one SRT stream and pass it on untouched to every --output at once (SRT, RTMP(S),
+    /// recording): an SRT gateway.
+    Relay(RelayArgs),
     /// Our encoder into our decoder on this machine (optionally through an emulated link): a
     /// table of configured SRT latency against measured glass-to-glass latency.
     Measure(MeasureArgs),
@@ -119,6 +122,25 @@ struct DecodeArgs {
 }
 
 #[derive(Debug, Args)]
+struct RelayArgs {
+    /// srt://:PORT?mode=listener&latency=MS (or a caller or rendezvous URL).
+    #[arg(long)]
+    input: String,
+    /// srt://..., rtmp(s)://HOST/APP/KEY or file:/PATH.ts; repeat for several.
+    #[arg(long = "output", required = true)]
+    outputs: Vec<String>,
+    /// Buffer per output in kbit/s of stream it must hold for a second.
+    #[arg(long, default_value_t = 20_000)]
+    max_bitrate_kbps: u64,
+    /// Print statistics once a second.
+    #[arg(long, value_enum)]
+    stats: Option<StatsFormat>,
+    /// Stop after this long (10s, 2m, ...).
+    #[arg(long, value_parser = crate::duration::parse)]
+    duration: Option<std::time::Duration>,
+}
+
+#[derive(Debug, Args)]
 struct EncodeArgs {
     /// Configuration file to start from (flags override it); built-in defaults otherwise.
     #[arg(long)]
@@ -174,6 +196,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Encode(args) => encode(*args),
         Command::Decode(args) => decode(args),
         Command::Measure(args) => measure(args),
+        Command::Relay(args) => relay(args),
     }
 }
 
@@ -334,11 +357,7 @@ fn encode(args: EncodeArgs) -> ExitCode {
     }
     let json = args.stats == Some(StatsFormat::Json);
     let on_sample: Option<telebridge_appliance::SampleCallback> = if json {
-        Some(Arc::new(|s| {
-            if let Ok(line) = serde_json::to_string(s) {
-                println!("{line}");
-            }
-        }))
+Some(Arc::new(|s| print_json(s)))
     } else {
         None
     };
@@ -346,6 +365,42 @@ fn encode(args: EncodeArgs) -> ExitCode {
     run_async(telebridge_appliance::run_encoder(valid, options, shutdown_signal()), |summary| {
         print_summary(json, &summary)
     })
+}
+
+fn relay(args: RelayArgs) -> ExitCode {
+    let input = match telebridge_config::SrtUrl::parse(&args.input) {
+        Ok(u) => u,
+        Err(e) => return bad_input(format!("--input: {e}")),
+    };
+    // The outputs go through the same validation as the configuration file's.
+    let config = Config { outputs: args.outputs.iter().map(OutputConfig::new).collect(), ..Config::default() };
+    let valid = match config.validate() {
+        Ok(v) => v,
+        Err(errs) => {
+            for e in name_flags(&errs, &[("outputs", "--output")]) {
+                eprintln!("error: {e}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let json = args.stats == Some(StatsFormat::Json);
+    let on_sample: Option<telebridge_appliance::relay_role::RelaySampleCallback> =
+        if json { Some(Arc::new(|s| print_json(s))) } else { None };
+    let options = telebridge_appliance::RelayOptions {
+        input,
+        outputs: valid.outputs,
+        queue_bytes: (args.max_bitrate_kbps * 1000 / 8).max(256 * 1024),
+        duration: args.duration,
+        on_sample,
+    };
+    run_async(telebridge_appliance::run_relay(options, shutdown_signal()), |summary| print_summary(json, &summary))
+}
+
+/// Prints one JSON line.
+fn print_json(value: &impl serde::Serialize) {
+    if let Ok(line) = serde_json::to_string(value) {
+        println!("{line}");
+    }
 }
 
 fn measure(args: MeasureArgs) -> ExitCode {
@@ -416,11 +471,7 @@ fn decode(args: DecodeArgs) -> ExitCode {
     };
     let json = args.stats == Some(StatsFormat::Json);
     let on_sample: Option<telebridge_appliance::DecodeSampleCallback> = if json {
-        Some(Arc::new(|s| {
-            if let Ok(line) = serde_json::to_string(s) {
-                println!("{line}");
-            }
-        }))
+Some(Arc::new(|s| print_json(s)))
     } else {
         None
     };

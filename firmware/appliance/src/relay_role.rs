@@ -1,0 +1,121 @@
+//! The relay role (an SRT gateway): receive one SRT stream and pass it on, untouched, to every
+//! output at once: SRT to more places (listener for many callers, or callers), RTMP(S) to a
+//! platform, a recording. No decoding and no re-encoding, so it costs only the transport.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use telebridge_config::{OutputSpec, SrtUrl};
+use telebridge_srt::{InputStatus, OutputStatus, SrtInput};
+use tracing::info;
+
+use crate::outputs::Output;
+use crate::AppError;
+
+/// Receives each one-second sample.
+pub type RelaySampleCallback = Arc<dyn Fn(&RelaySample) + Send + Sync>;
+
+/// How to run.
+pub struct RelayOptions {
+    /// Where the stream comes from.
+    pub input: SrtUrl,
+    /// Where it goes: (name, destination).
+    pub outputs: Vec<(String, OutputSpec)>,
+    /// Buffer per output, bytes (about a second of the stream).
+    pub queue_bytes: u64,
+    /// Stop after this long; `None` runs until the shutdown future completes.
+    pub duration: Option<Duration>,
+    /// Called with each one-second sample.
+    pub on_sample: Option<RelaySampleCallback>,
+}
+
+impl std::fmt::Debug for RelayOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RelayOptions").field("input", &self.input.to_string()).finish_non_exhaustive()
+    }
+}
+
+/// One line of `relay --stats json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RelaySample {
+    /// Seconds since start.
+    pub t: f64,
+    /// The SRT input.
+    pub input: InputStatus,
+    /// Every output.
+    pub outputs: Vec<OutputStatus>,
+}
+
+/// The relay's summary at exit.
+#[derive(Debug, Clone, Serialize)]
+pub struct RelaySummary {
+    /// How long it ran, s.
+    pub duration_s: f64,
+    /// The input's final status.
+    pub input: InputStatus,
+    /// Every output's final status.
+    pub outputs: Vec<OutputStatus>,
+}
+
+/// Runs the relay until `duration` elapses or `shutdown` completes.
+pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>) -> Result<RelaySummary, AppError> {
+    telebridge_media::init()?;
+    telebridge_srt::install_log_hook();
+    // A relay cannot ask its source for a keyframe; callers that join wait for the next one.
+    let no_keyframe: Arc<dyn Fn() + Send + Sync> = Arc::new(|| {});
+    let mut outputs = Vec::new();
+    for (name, spec) in &options.outputs {
+        outputs.push(Arc::new(Output::start(name, spec, options.queue_bytes, no_keyframe.clone())?));
+        info!(output = %spec.label(), "output added");
+    }
+    let feed = outputs.clone();
+    let input = SrtInput::start(
+        options.input.clone(),
+        Arc::new(move |buffer: &gst::Buffer| {
+            for o in &feed {
+                o.push(buffer);
+            }
+        }),
+    )
+    .map_err(|e| AppError::BadInput(e.to_string()))?;
+    let status = input.status();
+    info!(input = %options.input, outputs = outputs.len(), "relay running");
+    let started = Instant::now();
+    tokio::pin!(shutdown);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => { info!("stopping on request"); break; }
+            _ = tick.tick() => {}
+        }
+        if let Some(cb) = &options.on_sample {
+            cb(&RelaySample {
+                t: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+                input: status.borrow().clone(),
+                outputs: outputs.iter().map(|o| o.status().borrow().clone()).collect(),
+            });
+        }
+        if options.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    // Stopping joins threads: do it off the async runtime.
+    let summary = tokio::task::spawn_blocking(move || {
+        input.stop();
+        let input = status.borrow().clone();
+        let statuses = outputs.iter().map(|o| o.status().borrow().clone()).collect();
+        for o in outputs {
+            if let Ok(o) = Arc::try_unwrap(o) {
+                o.stop();
+            }
+        }
+        RelaySummary { duration_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0, input, outputs: statuses }
+    })
+    .await
+    .map_err(|e| AppError::Runtime(e.to_string()))?;
+    Ok(summary)
+}
