@@ -5,6 +5,7 @@
 //! `--quick` is for CI: short runs that check each benchmark works and gives sane figures.
 
 mod fanout;
+mod idle;
 mod plot;
 mod reader;
 mod rtmp_srt;
@@ -42,6 +43,8 @@ enum Bench {
     /// One encoder listening, 1, 10, 25, 50 decoders calling: CPU, memory, expected against
     /// actual bandwidth (the Raspberry Pi server study's table).
     Fanout,
+    /// The appliance daemon at rest (not live): RSS and CPU, with simulated GPIO and with none.
+    Idle,
     /// Glass-to-glass latency, SRT against RTMP, per profile (the RTMP-vs-SRT study's test).
     Latency,
     /// Highest sustainable bitrate, SRT against RTMP, per profile: 1, 2, 6, 10, 20 Mbit/s.
@@ -86,6 +89,7 @@ fn main() -> anyhow::Result<()> {
     match args.bench {
         Bench::Srt4g => runtime.block_on(srt_4g::run(&args.profiles, &args.out, args.quick)),
         Bench::Fanout => fanout::run(&args.out, args.quick),
+        Bench::Idle => idle::run(args.quick),
         Bench::Latency => runtime.block_on(rtmp_srt::latency(&args.profiles, &args.out, args.quick)),
         Bench::Bitrate => runtime.block_on(rtmp_srt::bitrate(&args.profiles, &args.out, args.quick)),
         Bench::Transport => runtime.block_on(transport::run(&args.profiles, &args.out, args.quick)),

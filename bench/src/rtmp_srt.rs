@@ -92,7 +92,13 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// One run: `profile` at `bitrate_kbps` for `seconds`, SRT and RTMP from the same encoder.
-pub async fn run_pair(profiles: &Path, out: &Path, profile: &str, bitrate_kbps: u32, seconds: u64) -> anyhow::Result<Pair> {
+pub async fn run_pair(
+    profiles: &Path,
+    out: &Path,
+    profile: &str,
+    bitrate_kbps: u32,
+    seconds: u64,
+) -> anyhow::Result<Pair> {
     let p = Profiles::load(profiles)?.get(profile)?.clone();
     let bin = crate::telebridge()?;
     let me = std::env::current_exe()?;
@@ -193,7 +199,8 @@ pub async fn run_pair(profiles: &Path, out: &Path, profile: &str, bitrate_kbps: 
         median(&mut v)
     };
     let last = steady.last().map(|f| f.0).unwrap_or(0.0);
-    let growth = if last > first + 13.0 { window(last - 5.0, last + 1.0) - window(first + 3.0, first + 8.0) } else { 0.0 };
+    let growth =
+        if last > first + 13.0 { window(last - 5.0, last + 1.0) - window(first + 3.0, first + 8.0) } else { 0.0 };
     Ok(Pair {
         profile: profile.to_string(),
         rtt_ms: p.rtt_ms,
@@ -285,7 +292,11 @@ pub async fn latency(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
         for r in &pairs {
             anyhow::ensure!(r.srt_frames > 300 && r.rtmp_frames > 300, "{}: too few frames: {r:?}", r.profile);
             // Over 17 ms RTT both must carry the picture at least one RTT late.
-            anyhow::ensure!(r.srt_p50 > r.rtt_ms / 2.0 && r.rtmp_p50 > r.rtt_ms / 2.0, "{}: latency below the link's", r.profile);
+            anyhow::ensure!(
+                r.srt_p50 > r.rtt_ms / 2.0 && r.rtmp_p50 > r.rtt_ms / 2.0,
+                "{}: latency below the link's",
+                r.profile
+            );
             anyhow::ensure!(r.srt_ok(), "{}: SRT lost data on a link it should carry: {r:?}", r.profile);
         }
         eprintln!("quick check passed: SRT and RTMP both played through the link, latencies measured");
@@ -301,7 +312,9 @@ pub async fn bitrate(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
     for profile in list {
         for &rate in rates {
             eprintln!("bitrate: {profile}, {} Mbit/s, {seconds} s ...", rate / 1000);
-            pairs.push(run_pair(profiles, out, profile, rate, seconds).await.with_context(|| format!("{profile} {rate}"))?);
+            pairs.push(
+                run_pair(profiles, out, profile, rate, seconds).await.with_context(|| format!("{profile} {rate}"))?,
+            );
         }
     }
     let mut csv = String::from(

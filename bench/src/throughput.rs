@@ -148,7 +148,7 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
         ],
     )?;
     println!("| added delay | TCP | SRT |\n|---|---|---|");
-    for r in rows.iter().filter(|r| r.0 as u64 % 5 == 0) {
+    for r in rows.iter().filter(|r| (r.0 as u64).is_multiple_of(5)) {
         println!("| {} ms | {:.0} Mbit/s | {:.0} Mbit/s |", r.0, r.1, r.2);
     }
     println!("\nCSV: {0}/throughput-delay.csv (every step); plot: {0}/throughput-delay.png", out.display());

@@ -166,10 +166,18 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
         .iter()
         .flat_map(|c| {
             let gb = (c.bytes as f64 / 1e9).max(1e-9);
-            [(format!("{} {}", c.tool, c.sender.label), c.sender.cpu_s / gb), (format!("{} {}", c.tool, c.receiver.label), c.receiver.cpu_s / gb)]
+            [
+                (format!("{} {}", c.tool, c.sender.label), c.sender.cpu_s / gb),
+                (format!("{} {}", c.tool, c.receiver.label), c.receiver.cpu_s / gb),
+            ]
         })
         .collect();
-    crate::plot::bars(&out.join("transport.png"), "CPU seconds per GB carried, same link, same stream", "CPU s / GB", &bars)?;
+    crate::plot::bars(
+        &out.join("transport.png"),
+        "CPU seconds per GB carried, same link, same stream",
+        "CPU s / GB",
+        &bars,
+    )?;
     println!(
         "\n{} MB carried by srt-live-transmit, {} MB by telebridge; CSV: {dir}/transport.csv; plot: {dir}/transport.png",
         chains[0].bytes / 1_000_000,

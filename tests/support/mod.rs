@@ -242,3 +242,29 @@ pub fn nginx_rtmp(dir: &Path, port: u16, name: &str) -> Proc {
     assert!(up.is_some(), "nginx did not start; see {}", dir.join(format!("{name}.stderr")).display());
     p
 }
+
+/// One HTTP/1.1 request to the box's API on loopback; returns the status and the body.
+pub fn http(method: &str, port: u16, path: &str, body: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return (0, String::new()) };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let body = body.unwrap_or("");
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    if s.write_all(req.as_bytes()).is_err() {
+        return (0, String::new());
+    }
+    let mut resp = String::new();
+    let _ = s.read_to_string(&mut resp);
+    let status = resp.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+/// `GET path` as JSON (Null when the box does not answer).
+pub fn get_json(port: u16, path: &str) -> serde_json::Value {
+    let (_, body) = http("GET", port, path, None);
+    serde_json::from_str(&body).unwrap_or(serde_json::Value::Null)
+}

@@ -1,14 +1,20 @@
 //! The orchestrator: the only crate that knows every component. It wires the encoder pipeline
 //! (media) to SRT outputs (srt) and publishes statistics.
 
+mod changes;
+pub mod daemon;
 pub mod decoder_role;
 pub mod encoder_role;
 mod error;
 pub mod measure;
 pub mod outputs;
 pub mod relay_role;
+pub mod sd_notify;
+pub mod state;
 pub mod stats;
 
+pub use changes::{plan as plan_changes, ChangePlan};
+pub use daemon::{DaemonCommand, DaemonHandle, DaemonOptions, DaemonStatus};
 pub use decoder_role::{run_decoder, DecodeOptions, DecodeSample, DecodeSampleCallback, DecodeSummary};
 pub use encoder_role::{run_encoder, select_encoder, EncoderCommand, RunOptions, SampleCallback};
 pub use error::AppError;

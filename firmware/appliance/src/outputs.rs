@@ -34,7 +34,9 @@ impl Output {
                 SrtOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe)
                     .map_err(|e| AppError::BadInput(e.to_string()))?,
             ),
-            OutputSpec::Rtmp(url) => Output::Rtmp(RtmpOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe)),
+            OutputSpec::Rtmp(url) => {
+                Output::Rtmp(RtmpOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe))
+            }
             OutputSpec::File(f) => Output::File(Recording::start(name.to_string(), f.clone())),
         })
     }

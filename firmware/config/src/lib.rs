@@ -14,12 +14,12 @@ mod srt_url;
 mod validate;
 
 pub use file::{load, save_atomic, LoadError, DEFAULT_PATH};
-pub use model::{AudioConfig, Config, OutputConfig, VideoConfig};
+pub use model::{AudioConfig, Config, DecoderConfig, GpioConfig, OutputConfig, VideoConfig, WebConfig};
 pub use output_url::{FileSpec, OutputUrlError, RtmpUrl};
 pub use secret::Secret;
 pub use source::{AudioCodec, AudioSource, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
-pub use validate::{FieldError, OutputSpec, ValidConfig, ValidationErrors};
+pub use validate::{FieldError, GpioBackend, GpioPins, OutputSpec, Role, ValidConfig, ValidationErrors};
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].
 pub const EXAMPLE_TOML: &str = include_str!("../telebridge.example.toml");

@@ -11,21 +11,36 @@ use serde::{Deserialize, Serialize};
 pub struct Config {
     /// The box's name: shown on the slate, the panel and in the logs.
     pub name: String,
+    /// What `telebridge run` does: `encoder` (capture and send) or `decoder` (receive and show).
+    pub role: String,
+    /// Go live as soon as the box has started, without waiting for the button or the panel.
+    pub start_live: bool,
     /// Picture: source, format and H.264 encoder.
     pub video: VideoConfig,
     /// Sound: source and codec.
     pub audio: AudioConfig,
     /// Where the encoded stream goes; any number, all at once.
     pub outputs: Vec<OutputConfig>,
+    /// The decoder role: what to receive and where to show it.
+    pub decoder: DecoderConfig,
+    /// The panel and API.
+    pub web: WebConfig,
+    /// Status LEDs and the go-live button.
+    pub gpio: GpioConfig,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             name: "telebridge".to_string(),
+            role: "encoder".to_string(),
+            start_live: false,
             video: VideoConfig::default(),
             audio: AudioConfig::default(),
             outputs: Vec::new(),
+            decoder: DecoderConfig::default(),
+            web: WebConfig::default(),
+            gpio: GpioConfig::default(),
         }
     }
 }
@@ -82,6 +97,79 @@ pub struct AudioConfig {
 impl Default for AudioConfig {
     fn default() -> Self {
         Self { source: "test".to_string(), codec: "aac".to_string(), bitrate_kbps: 128 }
+    }
+}
+
+/// The decoder role.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DecoderConfig {
+    /// The SRT stream to receive: `srt://:PORT?mode=listener&latency=MS` or a caller URL.
+    pub input: String,
+    /// Where the picture goes: `auto`, `kms` (HDMI), `window`, `fake` or `file:PATH`.
+    pub sink: String,
+    /// Where the sound goes: `discard` or `alsa:DEVICE`.
+    pub audio_out: String,
+}
+
+impl Default for DecoderConfig {
+    fn default() -> Self {
+        Self {
+            input: "srt://:9000?mode=listener&latency=200".to_string(),
+            sink: "auto".to_string(),
+            audio_out: "discard".to_string(),
+        }
+    }
+}
+
+/// The panel and API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebConfig {
+    /// Address and port the panel listens on.
+    pub listen: String,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self { listen: "0.0.0.0:80".to_string() }
+    }
+}
+
+/// Status LEDs and the go-live button: roles mapped to BCM GPIO numbers (-1 = not fitted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpioConfig {
+    /// `auto` (the Pi's GPIO when the chip exists, else none), `pi`, `sim` or `none`.
+    pub backend: String,
+    /// The GPIO character device.
+    pub chip: String,
+    /// Power LED: on while the daemon runs.
+    pub led_power: i32,
+    /// Link LED: slow blink connecting, on connected, double blink retrying.
+    pub led_link: i32,
+    /// Live LED: on while on air.
+    pub led_live: i32,
+    /// Error LED: fast blink when the box needs attention.
+    pub led_error: i32,
+    /// The go-live button.
+    pub button: i32,
+    /// The button pulls the pin to ground when pressed (wire it to GND, with a pull-up).
+    pub button_active_low: bool,
+}
+
+impl Default for GpioConfig {
+    fn default() -> Self {
+        Self {
+            backend: "auto".to_string(),
+            chip: "/dev/gpiochip0".to_string(),
+            led_power: 5,
+            led_link: 6,
+            led_live: 13,
+            led_error: 19,
+            button: 26,
+            button_active_low: true,
+        }
     }
 }
 

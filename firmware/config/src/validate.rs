@@ -60,6 +60,43 @@ impl OutputSpec {
     }
 }
 
+/// What `telebridge run` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Capture, encode, send.
+    Encoder,
+    /// Receive, decode, show.
+    Decoder,
+}
+
+/// Which GPIO the daemon drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpioBackend {
+    /// The Pi's GPIO if the chip exists, otherwise none.
+    Auto,
+    /// The Raspberry Pi's GPIO through the kernel's character device.
+    Pi,
+    /// Simulated pins, readable and pressable through the API.
+    Sim,
+    /// No LEDs, no button.
+    None,
+}
+
+/// The validated GPIO settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpioPins {
+    /// Backend.
+    pub backend: GpioBackend,
+    /// Character device path.
+    pub chip: String,
+    /// LEDs power, link, live, error (BCM numbers; `None` = not fitted).
+    pub leds: [Option<u32>; 4],
+    /// Button.
+    pub button: Option<u32>,
+    /// Pressed = low.
+    pub button_active_low: bool,
+}
+
 /// A configuration that passed [`Config::validate`]: typed, checked, ready to apply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidConfig {
@@ -77,6 +114,14 @@ pub struct ValidConfig {
     pub audio_codec: AudioCodec,
     /// Parsed outputs, in order, with their names.
     pub outputs: Vec<(String, OutputSpec)>,
+    /// Parsed `role`.
+    pub role: Role,
+    /// Parsed `decoder.input`.
+    pub decoder_input: SrtUrl,
+    /// Parsed `web.listen`.
+    pub http_listen: std::net::SocketAddr,
+    /// Parsed `gpio`.
+    pub gpio: GpioPins,
 }
 
 const X264_PRESETS: &[&str] = &["ultrafast", "superfast", "veryfast", "faster", "fast", "medium"];
@@ -131,19 +176,19 @@ impl Config {
                             }
                             listen_ports.push(u.port);
                         }
-                        let name = o.name.clone().unwrap_or_else(|| u.label());
+                        let name = name_for(&o.name, u.label(), &outputs);
                         outputs.push((name, OutputSpec::Srt(u)));
                     }
                     Err(e) => err(&field, e.to_string()),
                 }
             } else if o.url.starts_with("rtmp://") || o.url.starts_with("rtmps://") {
                 match RtmpUrl::parse(&o.url) {
-                    Ok(u) => outputs.push((o.name.clone().unwrap_or_else(|| u.label()), OutputSpec::Rtmp(u))),
+                    Ok(u) => outputs.push((name_for(&o.name, u.label(), &outputs), OutputSpec::Rtmp(u))),
                     Err(e) => err(&field, e.to_string()),
                 }
             } else if o.url.starts_with("file:") {
                 match FileSpec::parse(&o.url) {
-                    Ok(f) => outputs.push((o.name.clone().unwrap_or_else(|| f.label()), OutputSpec::File(f))),
+                    Ok(f) => outputs.push((name_for(&o.name, f.label(), &outputs), OutputSpec::File(f))),
                     Err(e) => err(&field, e.to_string()),
                 }
             } else {
@@ -157,21 +202,120 @@ impl Config {
             }
         }
 
-        match (video_source, encoder, audio_source, audio_codec) {
-            (Some(video_source), Some(encoder), Some(audio_source), Some(audio_codec)) if errs.is_empty() => {
-                Ok(ValidConfig {
-                    raw: self.clone(),
-                    video_source,
-                    encoder,
-                    keyframe_interval: Duration::from_millis(u64::from(v.keyframe_ms)),
-                    audio_source,
-                    audio_codec,
-                    outputs,
-                })
+        for (i, (name, _)) in outputs.iter().enumerate() {
+            if let Some(j) = outputs[..i].iter().position(|(n, _)| n == name) {
+                err(
+                    &format!("outputs[{i}].name"),
+                    format!("{name:?} is already the name of outputs[{j}]; give each output its own name"),
+                );
             }
+        }
+        let role = match self.role.as_str() {
+            "encoder" => Some(Role::Encoder),
+            "decoder" => Some(Role::Decoder),
+            other => {
+                err("role", format!("{other:?} is not one of encoder, decoder"));
+                None
+            }
+        };
+        let d = &self.decoder;
+        let decoder_input = SrtUrl::parse(&d.input).map_err(|e| err("decoder.input", e.to_string())).ok();
+        let sink_ok = ["auto", "kms", "window", "fake"].contains(&d.sink.as_str())
+            || d.sink.strip_prefix("file:").is_some_and(|p| !p.is_empty());
+        if !sink_ok {
+            err("decoder.sink", format!("{:?} is not one of auto, kms, window, fake, file:PATH", d.sink));
+        }
+        if d.audio_out != "discard" && d.audio_out.strip_prefix("alsa:").is_none_or(str::is_empty) {
+            err("decoder.audio_out", format!("{:?} is not one of discard, alsa:DEVICE", d.audio_out));
+        }
+        let http_listen = self
+            .web
+            .listen
+            .parse::<std::net::SocketAddr>()
+            .map_err(|_| err("web.listen", format!("{:?} is not ADDRESS:PORT (e.g. 0.0.0.0:80)", self.web.listen)))
+            .ok();
+        let g = &self.gpio;
+        let backend = match g.backend.as_str() {
+            "auto" => Some(GpioBackend::Auto),
+            "pi" => Some(GpioBackend::Pi),
+            "sim" => Some(GpioBackend::Sim),
+            "none" => Some(GpioBackend::None),
+            other => {
+                err("gpio.backend", format!("{other:?} is not one of auto, pi, sim, none"));
+                None
+            }
+        };
+        let mut pins: Vec<(&str, Option<u32>)> = Vec::new();
+        for (field, value) in [
+            ("gpio.led_power", g.led_power),
+            ("gpio.led_link", g.led_link),
+            ("gpio.led_live", g.led_live),
+            ("gpio.led_error", g.led_error),
+            ("gpio.button", g.button),
+        ] {
+            let pin = match value {
+                -1 => None,
+                0..=27 => Some(value as u32),
+                _ => {
+                    err(field, format!("{value} is not a BCM GPIO number 0-27 (or -1 for not fitted)"));
+                    None
+                }
+            };
+            if let Some(p) = pin {
+                if let Some((other, _)) = pins.iter().find(|(_, q)| *q == Some(p)) {
+                    err(field, format!("GPIO {p} is already used by {other}"));
+                }
+            }
+            pins.push((field, pin));
+        }
+
+        match (video_source, encoder, audio_source, audio_codec, role, decoder_input, http_listen, backend) {
+            (
+                Some(video_source),
+                Some(encoder),
+                Some(audio_source),
+                Some(audio_codec),
+                Some(role),
+                Some(decoder_input),
+                Some(http_listen),
+                Some(backend),
+            ) if errs.is_empty() => Ok(ValidConfig {
+                role,
+                decoder_input,
+                http_listen,
+                gpio: GpioPins {
+                    backend,
+                    chip: g.chip.clone(),
+                    leds: [pins[0].1, pins[1].1, pins[2].1, pins[3].1],
+                    button: pins[4].1,
+                    button_active_low: g.button_active_low,
+                },
+                raw: self.clone(),
+                video_source,
+                encoder,
+                keyframe_interval: Duration::from_millis(u64::from(v.keyframe_ms)),
+                audio_source,
+                audio_codec,
+                outputs,
+            }),
             _ => Err(ValidationErrors(errs)),
         }
     }
+}
+
+/// The name an output goes by: the one given, or its label made unique (`label (2)`), since two
+/// RTMP outputs to one server differ only in their hidden keys.
+fn name_for(given: &Option<String>, label: String, taken: &[(String, OutputSpec)]) -> String {
+    if let Some(n) = given {
+        return n.clone();
+    }
+    let mut name = label.clone();
+    let mut k = 2;
+    while taken.iter().any(|(n, _)| *n == name) {
+        name = format!("{label} ({k})");
+        k += 1;
+    }
+    name
 }
 
 /// Reports `value` when it is outside `min..=max`; returns whether it was inside.
@@ -215,6 +359,22 @@ mod tests {
             (|c| c.audio.codec = "opus".into(), "audio.codec: \"opus\" is not one of aac, none"),
             (|c| c.audio.source = "pulse".into(), "audio.source: \"pulse\" is not one of test, alsa:DEVICE"),
             (|c| c.name = "my box!".into(), "name: \"my box!\" must be 1-63 characters"),
+            (
+                |c| {
+                    c.outputs = vec![
+                        OutputConfig { url: "srt://a:1".into(), name: Some("x".into()) },
+                        OutputConfig { url: "srt://b:1".into(), name: Some("x".into()) },
+                    ]
+                },
+                "outputs[1].name: \"x\" is already the name of outputs[0]",
+            ),
+            (|c| c.role = "both".into(), "role: \"both\" is not one of encoder, decoder"),
+            (|c| c.decoder.input = "srt://:70000".into(), "decoder.input: "),
+            (|c| c.decoder.sink = "hdmi".into(), "decoder.sink: \"hdmi\" is not one of auto, kms"),
+            (|c| c.web.listen = "80".into(), "web.listen: \"80\" is not ADDRESS:PORT"),
+            (|c| c.gpio.backend = "wiringpi".into(), "gpio.backend: \"wiringpi\" is not one of auto, pi, sim, none"),
+            (|c| c.gpio.led_live = 40, "gpio.led_live: 40 is not a BCM GPIO number 0-27"),
+            (|c| c.gpio.button = 5, "gpio.button: GPIO 5 is already used by gpio.led_power"),
             (
                 |c| c.outputs = vec![OutputConfig::new("srt://h:1?latency=9000")],
                 "outputs[0].url: latency=9000 is out of range 20-8000 ms",

@@ -22,6 +22,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The appliance: run the configured role (encoder or decoder), serve the panel and API, drive
+    /// the status LEDs and the go-live button, and talk to systemd (READY, WATCHDOG).
+    Run(RunArgs),
     /// Capture, encode to H.264 and send MPEG-TS over SRT to every --output at once.
     Encode(Box<EncodeArgs>),
     /// Receive SRT, decode, and show it (HDMI, a window, a file, or nowhere), with a slate when
@@ -122,6 +125,38 @@ struct DecodeArgs {
 }
 
 #[derive(Debug, Args)]
+struct RunArgs {
+    /// Configuration file (default /etc/telebridge/telebridge.toml when it exists).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Simulate the hardware: test source, simulated GPIO (shown and pressed through
+    /// /api/sim/*), headless decoder sink; the panel on 127.0.0.1:8080 unless --http says.
+    #[arg(long)]
+    sim: bool,
+    /// Where the panel and API listen, ADDRESS:PORT (web.listen).
+    #[arg(long)]
+    http: Option<String>,
+    /// encoder | decoder (role).
+    #[arg(long)]
+    role: Option<String>,
+    /// The box's name (name).
+    #[arg(long)]
+    name: Option<String>,
+    /// test | v4l2:/dev/videoN | libcamera (video.source).
+    #[arg(long)]
+    source: Option<String>,
+    /// An output (repeat for several); replaces the file's outputs.
+    #[arg(long = "output")]
+    outputs: Vec<String>,
+    /// The decoder's SRT input (decoder.input).
+    #[arg(long)]
+    input: Option<String>,
+    /// Go live at once (start_live).
+    #[arg(long)]
+    start_live: bool,
+}
+
+#[derive(Debug, Args)]
 struct RelayArgs {
     /// srt://:PORT?mode=listener&latency=MS (or a caller or rendezvous URL).
     #[arg(long)]
@@ -197,10 +232,11 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Decode(args) => decode(args),
         Command::Measure(args) => measure(args),
         Command::Relay(args) => relay(args),
+        Command::Run(args) => crate::run::run(args.into()),
     }
 }
 
-fn bad_input(message: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn bad_input(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(2)
 }
@@ -307,7 +343,7 @@ fn apply_flags(config: &mut Config, a: &EncodeArgs) -> Result<Vec<(&'static str,
 }
 
 /// Rewrites `video.fps: ...` as `--fps: ...` when the value came from a flag.
-fn name_flags(errs: &ValidationErrors, flags: &[(&'static str, &'static str)]) -> Vec<FieldError> {
+pub(crate) fn name_flags(errs: &ValidationErrors, flags: &[(&'static str, &'static str)]) -> Vec<FieldError> {
     errs.0
         .iter()
         .map(|e| {
@@ -356,15 +392,27 @@ fn encode(args: EncodeArgs) -> ExitCode {
         );
     }
     let json = args.stats == Some(StatsFormat::Json);
-    let on_sample: Option<telebridge_appliance::SampleCallback> = if json {
-Some(Arc::new(|s| print_json(s)))
-    } else {
-        None
-    };
+    let on_sample: Option<telebridge_appliance::SampleCallback> = if json { Some(Arc::new(print_json)) } else { None };
     let options = RunOptions { duration: args.duration, on_sample, commands: None };
     run_async(telebridge_appliance::run_encoder(valid, options, shutdown_signal()), |summary| {
         print_summary(json, &summary)
     })
+}
+
+impl From<RunArgs> for crate::run::RunRequest {
+    fn from(a: RunArgs) -> Self {
+        crate::run::RunRequest {
+            config: a.config,
+            sim: a.sim,
+            http: a.http,
+            role: a.role,
+            name: a.name,
+            source: a.source,
+            outputs: a.outputs,
+            input: a.input,
+            start_live: a.start_live,
+        }
+    }
 }
 
 fn relay(args: RelayArgs) -> ExitCode {
@@ -385,7 +433,7 @@ fn relay(args: RelayArgs) -> ExitCode {
     };
     let json = args.stats == Some(StatsFormat::Json);
     let on_sample: Option<telebridge_appliance::relay_role::RelaySampleCallback> =
-        if json { Some(Arc::new(|s| print_json(s))) } else { None };
+        if json { Some(Arc::new(print_json)) } else { None };
     let options = telebridge_appliance::RelayOptions {
         input,
         outputs: valid.outputs,
@@ -470,11 +518,8 @@ fn decode(args: DecodeArgs) -> ExitCode {
         Err(e) => return bad_input(format!("--loop-to: {e}")),
     };
     let json = args.stats == Some(StatsFormat::Json);
-    let on_sample: Option<telebridge_appliance::DecodeSampleCallback> = if json {
-Some(Arc::new(|s| print_json(s)))
-    } else {
-        None
-    };
+    let on_sample: Option<telebridge_appliance::DecodeSampleCallback> =
+        if json { Some(Arc::new(print_json)) } else { None };
     let options = telebridge_appliance::DecodeOptions {
         name: args.name,
         input,
@@ -518,7 +563,7 @@ fn print_summary(json: bool, summary: &impl serde::Serialize) {
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = match signal(SignalKind::terminate()) {
         Ok(s) => s,

@@ -3,6 +3,7 @@
 
 mod cli;
 mod duration;
+mod run;
 
 use std::process::ExitCode;
 
@@ -12,6 +13,12 @@ fn main() -> ExitCode {
     let args = cli::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if args.quiet { "warn" } else { "info" }));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false);
+    // Under systemd, journald stamps the time itself and shows no colours.
+    if std::env::var_os("JOURNAL_STREAM").is_some() {
+        fmt.without_time().with_ansi(false).init();
+    } else {
+        fmt.init();
+    }
     cli::run(args)
 }

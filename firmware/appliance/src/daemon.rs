@@ -1,0 +1,485 @@
+//! `telebridge run`: the long-running daemon. One main loop owns the [`Machine`]; it takes
+//! events from the button (a GPIO thread of its own), the API ([`DaemonHandle`]), the media
+//! (the encoder or decoder role, a task it starts and stops) and SIGHUP (reload the file), and
+//! turns the machine's actions into starting and stopping media. It publishes a
+//! [`DaemonStatus`] for the API and beats a heartbeat the systemd watchdog thread checks.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use telebridge_config::{Role, ValidConfig};
+use telebridge_gpio::backend::{Board, SimBoard, SimState};
+use telebridge_gpio::{ButtonEvent, LedPattern};
+use telebridge_srt::{InputState, OutputState};
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::{error, info, warn};
+
+use crate::changes::{self, ChangePlan};
+use crate::sd_notify::Heartbeat;
+use crate::state::{Action, Event, Links, Machine};
+use crate::{AppError, DecodeOptions, DecodeSample, EncoderCommand, RunOptions, StatsSample};
+
+/// How the daemon was asked to run.
+#[derive(Debug, Clone)]
+pub struct DaemonOptions {
+    /// The configuration, validated, with the command line's overrides applied.
+    pub config: ValidConfig,
+    /// The file it came from (reloaded on SIGHUP), if any.
+    pub config_path: Option<PathBuf>,
+    /// Simulation: test source, simulated GPIO, headless sink; enables the `/api/sim` endpoints.
+    pub sim: bool,
+}
+
+/// What the daemon is doing, for the API and the panel.
+#[derive(Debug, Clone, Serialize)]
+pub struct DaemonStatus {
+    /// The box's name.
+    pub name: String,
+    /// `encoder` or `decoder`.
+    pub role: &'static str,
+    /// State, reason, links.
+    pub machine: Machine,
+    /// Since when, ms since the Unix epoch.
+    pub since_unix_ms: u64,
+    /// What each LED shows (power, link, live, error).
+    pub led_patterns: [LedPattern; 4],
+    /// The GPIO backend.
+    pub gpio: &'static str,
+    /// The latest one-second sample of the running media, as `--stats json` prints it.
+    pub media: Option<serde_json::Value>,
+    /// Seconds since the daemon started.
+    pub uptime_s: u64,
+    /// Settings that were changed and wait for the next start.
+    pub pending_restart: Vec<&'static str>,
+}
+
+/// Commands to the daemon.
+#[derive(Debug)]
+pub enum DaemonCommand {
+    /// Go live or stop (the API's `POST /api/live`).
+    Live(bool),
+    /// A button event (also how the simulated button arrives).
+    Button(ButtonEvent),
+    /// Apply a new configuration (already validated), restarting only what changed.
+    Apply(Box<ValidConfig>),
+    /// Simulation only: block the main loop this long (tests the watchdog).
+    Stall(Duration),
+}
+
+/// The daemon as the API sees it.
+#[derive(Debug, Clone)]
+pub struct DaemonHandle {
+    /// The latest status.
+    pub status: watch::Receiver<DaemonStatus>,
+    /// Where commands go.
+    pub commands: mpsc::Sender<DaemonCommand>,
+    /// The simulated board, under `--sim`.
+    pub sim: Option<SimBoard>,
+    /// The heartbeat of the main loop.
+    pub heartbeat: Heartbeat,
+}
+
+impl DaemonHandle {
+    /// The simulated GPIO's state, under `--sim`.
+    pub fn sim_state(&self) -> Option<SimState> {
+        self.sim.as_ref().map(|s| s.state())
+    }
+}
+
+enum MediaEvent {
+    Sample(Links, serde_json::Value),
+    Ended(Result<(), AppError>),
+}
+
+struct Media {
+    stop: Option<oneshot::Sender<()>>,
+    commands: Option<mpsc::Sender<EncoderCommand>>,
+    generation: u64,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn encoder_links(sample: &StatsSample) -> Links {
+    let mut l = Links::default();
+    for o in &sample.outputs {
+        l.total += 1;
+        match o.state {
+            OutputState::Live => l.connected += 1,
+            OutputState::Connecting | OutputState::Listening => l.connecting += 1,
+            OutputState::Retrying | OutputState::Failed => l.retrying += 1,
+            OutputState::Stopped => l.total -= 1,
+        }
+    }
+    l
+}
+
+fn decoder_links(sample: &DecodeSample) -> Links {
+    let mut l = Links { total: 1, ..Links::default() };
+    match sample.input.state {
+        InputState::Receiving => l.connected = 1,
+        InputState::Listening | InputState::Connecting => l.connecting = 1,
+        InputState::Retrying => l.retrying = 1,
+        InputState::Stopped => l.total = 0,
+    }
+    l
+}
+
+/// Starts the daemon: opens the GPIO, spawns the main loop. Returns the handle for the API and
+/// a future that ends when the daemon has stopped (after `shutdown`).
+pub fn start(
+    options: DaemonOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(DaemonHandle, tokio::task::JoinHandle<()>), AppError> {
+    let started = Instant::now();
+    let now_ms = move || started.elapsed().as_millis() as u64;
+    let board = Board::open(&options.config.gpio).map_err(|e| AppError::BadInput(e.to_string()))?;
+    let gpio_name = board.name();
+    let sim = board.sim();
+    info!(gpio = gpio_name, role = ?options.config.role, "appliance starting");
+
+    let machine = Machine::new(now_ms());
+    let patterns = Arc::new(Mutex::new(machine.leds(now_ms())));
+    let status = DaemonStatus {
+        name: options.config.raw.name.clone(),
+        role: role_name(options.config.role),
+        machine: machine.clone(),
+        since_unix_ms: unix_ms(),
+        led_patterns: machine.leds(now_ms()),
+        gpio: gpio_name,
+        media: None,
+        uptime_s: 0,
+        pending_restart: Vec::new(),
+    };
+    let (status_tx, status_rx) = watch::channel(status);
+    let (cmd_tx, cmd_rx) = mpsc::channel(32);
+    let heartbeat = Heartbeat::default();
+    heartbeat.beat();
+
+    // The GPIO thread (when there are pins): LEDs every 10 ms from the shared patterns, the
+    // button read as often (the debouncer wants 30 ms of a level), events to the loop.
+    let gpio_patterns = patterns.clone();
+    let gpio_cmds = cmd_tx.clone();
+    let has_pins = !matches!(board, Board::None);
+    if has_pins {
+        std::thread::Builder::new()
+            .name("gpio".into())
+            .spawn(move || {
+                let mut board = board;
+                let mut reported = false;
+                loop {
+                    let p = *gpio_patterns.lock().unwrap_or_else(|p| p.into_inner());
+                    match board.tick(now_ms(), &p) {
+                        Ok(Some(e)) => {
+                            info!(button = ?e, "button");
+                            if gpio_cmds.blocking_send(DaemonCommand::Button(e)).is_err() {
+                                break;
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(e) if !reported => {
+                            error!(error = %e, "GPIO failed");
+                            reported = true;
+                        }
+                        Err(_) => {}
+                    }
+                    if gpio_cmds.is_closed() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+            .map_err(|e| AppError::Runtime(format!("cannot start the GPIO thread: {e}")))?;
+    }
+
+    let handle = DaemonHandle { status: status_rx, commands: cmd_tx, sim, heartbeat: heartbeat.clone() };
+    let task = tokio::spawn(main_loop(options, machine, patterns, status_tx, cmd_rx, heartbeat, started, shutdown));
+    Ok((handle, task))
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Encoder => "encoder",
+        Role::Decoder => "decoder",
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn main_loop(
+    options: DaemonOptions,
+    mut machine: Machine,
+    patterns: Arc<Mutex<[LedPattern; 4]>>,
+    status_tx: watch::Sender<DaemonStatus>,
+    mut commands: mpsc::Receiver<DaemonCommand>,
+    heartbeat: Heartbeat,
+    started: Instant,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let now_ms = || started.elapsed().as_millis() as u64;
+    let mut config = options.config.clone();
+    let (media_tx, mut media_rx) = mpsc::unbounded_channel::<(u64, MediaEvent)>();
+    let mut media: Option<Media> = None;
+    let mut generation = 0u64;
+    let mut last_sample: Option<serde_json::Value> = None;
+    let mut pending_restart: Vec<&'static str> = Vec::new();
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    tokio::pin!(shutdown);
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+
+    let mut events = vec![Event::Booted { start_live: config.raw.start_live }];
+    loop {
+        // Feed the machine, act on what it says.
+        for event in events.drain(..) {
+            let before = machine.state;
+            let (next, actions) = machine.step(&event, now_ms());
+            machine = next;
+            if machine.state != before {
+                match &machine.reason {
+                    Some(r) => info!(from = ?before, to = ?machine.state, reason = %r, "state"),
+                    None => info!(from = ?before, to = ?machine.state, "state"),
+                }
+            }
+            for action in actions {
+                match action {
+                    Action::Start => {
+                        generation += 1;
+                        media = Some(start_media(&config, generation, media_tx.clone()));
+                    }
+                    Action::Stop => {
+                        if let Some(mut m) = media.take() {
+                            if let Some(stop) = m.stop.take() {
+                                let _ = stop.send(());
+                            }
+                        }
+                        last_sample = None;
+                    }
+                    Action::ShowSetup => {
+                        info!(address = %config.http_listen, "setup requested with the button: open the panel at this address");
+                    }
+                }
+            }
+        }
+        heartbeat.beat();
+        let now = now_ms();
+        let gpio = status_tx.borrow().gpio;
+        *patterns.lock().unwrap_or_else(|p| p.into_inner()) = machine.leds(now);
+        status_tx.send_replace(DaemonStatus {
+            name: config.raw.name.clone(),
+            role: role_name(config.role),
+            since_unix_ms: unix_ms().saturating_sub(now.saturating_sub(machine.since_ms)),
+            led_patterns: machine.leds(now),
+            machine: machine.clone(),
+            gpio,
+            media: last_sample.clone(),
+            uptime_s: started.elapsed().as_secs(),
+            pending_restart: pending_restart.clone(),
+        });
+
+        let hup = async {
+            match hangup.as_mut() {
+                Some(h) => h.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = tick.tick() => {}
+            Some((generation_of, e)) = media_rx.recv() => {
+                // Events of media already stopped are stale.
+                if media.as_ref().is_some_and(|m| m.generation == generation_of) {
+                    match e {
+                        MediaEvent::Sample(links, sample) => {
+                            last_sample = Some(sample);
+                            events.push(Event::Links(links));
+                        }
+                        MediaEvent::Ended(Ok(())) => {
+                            media = None;
+                            events.push(Event::Stopped);
+                        }
+                        MediaEvent::Ended(Err(e)) => {
+                            error!(error = %e, "media failed");
+                            media = None;
+                            events.push(Event::Failed(e.to_string()));
+                        }
+                    }
+                }
+            }
+            Some(cmd) = commands.recv() => match cmd {
+                DaemonCommand::Live(live) => events.push(Event::Api { live }),
+                DaemonCommand::Button(b) => events.push(Event::Button(b)),
+                DaemonCommand::Stall(d) => {
+                    warn!(ms = d.as_millis() as u64, "stalling the main loop on request (simulation)");
+                    std::thread::sleep(d);
+                }
+                DaemonCommand::Apply(new) => {
+                    let plan = changes::plan(&config, &new);
+                    apply(&plan, &mut media, &mut pending_restart);
+                    config = *new;
+                    if plan.restart_media && machine.state.running() {
+                        generation += 1;
+                        media = Some(start_media(&config, generation, media_tx.clone()));
+                    }
+                }
+            },
+            _ = hup => {
+                match reload(options.config_path.as_deref(), &options) {
+                    Some(new) => {
+                        let plan = changes::plan(&config, &new);
+                        apply(&plan, &mut media, &mut pending_restart);
+                        config = new;
+                        if plan.restart_media && machine.state.running() {
+                            generation += 1;
+                            media = Some(start_media(&config, generation, media_tx.clone()));
+                        }
+                    }
+                    None => warn!("configuration not changed"),
+                }
+            }
+        }
+    }
+    info!("stopping");
+    let _ = crate::sd_notify::notify("STOPPING=1");
+    if let Some(mut m) = media.take() {
+        if let Some(stop) = m.stop.take() {
+            let _ = stop.send(());
+        }
+        // Let the media close its connections (each output joins its thread).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match tokio::time::timeout(Duration::from_millis(200), media_rx.recv()).await {
+                Ok(Some((g, MediaEvent::Ended(_)))) if g == m.generation => break,
+                Ok(None) => break,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Applies a plan's output changes; a media restart is left to the caller.
+fn apply(plan: &ChangePlan, media: &mut Option<Media>, pending: &mut Vec<&'static str>) {
+    for s in &plan.next_start {
+        if !pending.contains(s) {
+            pending.push(s);
+        }
+        warn!(setting = *s, "changed; takes effect at the next start");
+    }
+    if plan.restart_media {
+        if let Some(mut m) = media.take() {
+            info!("configuration changed: restarting the media");
+            if let Some(stop) = m.stop.take() {
+                let _ = stop.send(());
+            }
+        }
+        return;
+    }
+    let Some(cmds) = media.as_ref().and_then(|m| m.commands.clone()) else { return };
+    for name in &plan.remove_outputs {
+        info!(output = %name, "configuration changed: removing output");
+        let _ = cmds.try_send(EncoderCommand::RemoveOutput(name.clone()));
+    }
+    for (name, spec) in &plan.add_outputs {
+        info!(output = %spec.label(), "configuration changed: adding output");
+        let _ = cmds.try_send(EncoderCommand::AddOutput(name.clone(), spec.clone()));
+    }
+}
+
+/// Reads and validates the file again; `None` (with every problem logged) keeps the running one.
+fn reload(path: Option<&std::path::Path>, options: &DaemonOptions) -> Option<ValidConfig> {
+    let Some(path) = path else {
+        warn!("SIGHUP: no configuration file to reload (started without one)");
+        return None;
+    };
+    let raw = match telebridge_config::load(path) {
+        Ok(c) => c,
+        Err(e) => {
+            error!(error = %e, "SIGHUP: cannot read the configuration; keeping the running one");
+            return None;
+        }
+    };
+    let raw = if options.sim { simulate(raw) } else { raw };
+    match raw.validate() {
+        Ok(v) => {
+            info!(file = %path.display(), "SIGHUP: configuration reloaded");
+            Some(v)
+        }
+        Err(errs) => {
+            for e in &errs.0 {
+                error!(problem = %e, "SIGHUP: configuration rejected; keeping the running one");
+            }
+            None
+        }
+    }
+}
+
+/// What `--sim` changes in a configuration: the test source, simulated GPIO, a headless sink.
+pub fn simulate(mut raw: telebridge_config::Config) -> telebridge_config::Config {
+    raw.video.source = "test".into();
+    raw.audio.source = "test".into();
+    raw.gpio.backend = "sim".into();
+    if !raw.decoder.sink.starts_with("file:") {
+        raw.decoder.sink = "fake".into();
+    }
+    raw
+}
+
+fn start_media(config: &ValidConfig, generation: u64, events: mpsc::UnboundedSender<(u64, MediaEvent)>) -> Media {
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let shutdown = async move {
+        let _ = stop_rx.await;
+    };
+    match config.role {
+        Role::Encoder => {
+            let (cmd_tx, cmd_rx) = mpsc::channel(16);
+            let tx = events.clone();
+            let options = RunOptions {
+                duration: None,
+                on_sample: Some(Arc::new(move |s: &StatsSample| {
+                    let v = serde_json::to_value(s).unwrap_or_default();
+                    let _ = tx.send((generation, MediaEvent::Sample(encoder_links(s), v)));
+                })),
+                commands: Some(cmd_rx),
+            };
+            let config = config.clone();
+            tokio::spawn(async move {
+                let r = crate::run_encoder(config, options, shutdown).await.map(|_| ());
+                let _ = events.send((generation, MediaEvent::Ended(r)));
+            });
+            Media { stop: Some(stop_tx), commands: Some(cmd_tx), generation }
+        }
+        Role::Decoder => {
+            let tx = events.clone();
+            let sink = telebridge_media::display::SinkKind::parse(&config.raw.decoder.sink);
+            let audio = match config.raw.decoder.audio_out.strip_prefix("alsa:") {
+                Some(dev) => telebridge_media::decode_pipeline::AudioOut::Alsa(dev.to_string()),
+                None => telebridge_media::decode_pipeline::AudioOut::Discard,
+            };
+            let name = config.raw.name.clone();
+            let input = config.decoder_input.clone();
+            tokio::spawn(async move {
+                let r = match sink {
+                    Ok(sink) => {
+                        let options = DecodeOptions {
+                            name,
+                            input,
+                            sink,
+                            audio,
+                            duration: None,
+                            on_sample: Some(Arc::new(move |s: &DecodeSample| {
+                                let v = serde_json::to_value(s).unwrap_or_default();
+                                let _ = tx.send((generation, MediaEvent::Sample(decoder_links(s), v)));
+                            })),
+                            loop_to: None,
+                        };
+                        crate::run_decoder(options, shutdown).await.map(|_| ())
+                    }
+                    Err(e) => Err(AppError::BadInput(format!("decoder.sink: {e}"))),
+                };
+                let _ = events.send((generation, MediaEvent::Ended(r)));
+            });
+            Media { stop: Some(stop_tx), commands: None, generation }
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Status LEDs and the go-live button. Everything that decides (LED patterns over time, the
+//! debouncer, press and hold) is pure and tested without hardware; [`Panel`] drives any
+//! embedded-hal 1.0 pins with it; [`backend`] opens the Raspberry Pi's pins (kernel GPIO
+//! character device), simulated pins, or none.
+
+pub mod backend;
+mod button;
+mod debounce;
+mod panel;
+mod pattern;
+
+pub use button::{ButtonEvent, ButtonTracker, HOLD_SETUP_MS, HOLD_STOP_MS};
+pub use debounce::{Debouncer, DEBOUNCE_MS};
+pub use panel::{Led, Panel};
+pub use pattern::LedPattern;
