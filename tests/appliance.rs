@@ -2,6 +2,8 @@
 //! real srt-live-transmit; the systemd notification protocol with a fake NOTIFY_SOCKET; the unit
 //! file through `systemd-analyze verify`.
 
+#![allow(clippy::unwrap_used)] // test helpers: a failed system call should fail the test
+
 mod support;
 
 use std::os::unix::net::UnixDatagram;
@@ -18,8 +20,9 @@ fn run_sim(dir: &Path, name: &str, http_port: u16, extra: &[&str], env: &[(&str,
         cmd.env(k, v);
     }
     let p = Proc::spawn(cmd, dir, name);
-    let up = wait_for(Duration::from_secs(10), || get_json(http_port, "/api/status") != serde_json::Value::Null);
+    let up = wait_for(Duration::from_secs(10), || http("GET", http_port, "/healthz", None).0 == 200);
     assert!(up.is_some(), "the daemon did not answer; see {}", dir.join(format!("{name}.stderr")).display());
+    first_login(http_port, dir, name, "a test password");
     p
 }
 
@@ -164,4 +167,76 @@ fn the_unit_file_passes_systemd_analyze_verify() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.trim().is_empty(), "systemd-analyze warned: {stderr}");
+}
+
+/// The running configuration as the file says, with two outputs: SRT to srt-live-transmit and
+/// RTMP to nginx with stream key `key`.
+fn config_file(path: &Path, srt_port: u16, rtmp_port: u16, key: &str, bitrate: u32) {
+    std::fs::write(
+        path,
+        format!(
+            "start_live = true\n[video]\nbitrate_kbps = {bitrate}\nwidth = 640\nheight = 360\n\
+             [[outputs]]\nurl = \"srt://127.0.0.1:{srt_port}\"\nname = \"studio\"\n\
+             [[outputs]]\nurl = \"rtmp://127.0.0.1:{rtmp_port}/live/{key}\"\nname = \"platform\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn output<'a>(status: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    status["media"]["outputs"]
+        .as_array()
+        .and_then(|o| o.iter().find(|x| x["name"] == name))
+        .unwrap_or(&serde_json::Value::Null)
+}
+
+#[test]
+fn reload_restarts_only_the_changed_output_and_a_bad_file_changes_nothing() {
+    let _guard = serial();
+    let dir = scratch("appliance-reload");
+    let (srt_port, rtmp_port, http_port) = (free_udp_port(), free_tcp_port(), free_tcp_port());
+    let _nginx = nginx_rtmp(&dir, rtmp_port, "nginx");
+    let _slt = slt_to_file(&format!("srt://:{srt_port}?mode=listener"), &dir.join("srt.ts"), &dir, "slt");
+    let file = dir.join("telebridge.toml");
+    config_file(&file, srt_port, rtmp_port, "first-key", 1500);
+    let daemon = run_sim(&dir, "box", http_port, &["--config", file.to_str().unwrap()], &[]);
+
+    let both_live = || {
+        let s = get_json(http_port, "/api/status");
+        output(&s, "studio")["state"] == "live" && output(&s, "platform")["state"] == "live"
+    };
+    assert!(wait_for(Duration::from_secs(15), both_live).is_some(), "{}", get_json(http_port, "/api/status"));
+    let before = get_json(http_port, "/api/status");
+    let frames_before = before["media"]["encoder"]["frames_encoded"].as_u64().unwrap_or(0);
+
+    // A new stream key: only the RTMP output is replaced; the encoder and the SRT link go on.
+    config_file(&file, srt_port, rtmp_port, "second-key", 1500);
+    daemon.signal("HUP");
+    let republished =
+        wait_for(Duration::from_secs(15), || probe_frames(&format!("rtmp://127.0.0.1:{rtmp_port}/live/second-key")));
+    assert!(republished.is_some(), "nothing on the new key; {}", get_json(http_port, "/api/status"));
+    assert!(wait_for(Duration::from_secs(10), both_live).is_some());
+    let after = get_json(http_port, "/api/status");
+    let frames_after = after["media"]["encoder"]["frames_encoded"].as_u64().unwrap_or(0);
+    assert!(frames_after > frames_before, "the encoder restarted: {frames_before} then {frames_after} frames");
+    assert_eq!(output(&after, "studio")["reconnects"], 0, "the SRT link was touched: {after}");
+    assert_eq!(after["machine"]["state"], "live");
+    assert!(!after.to_string().contains("second-key"), "the key leaked into the status");
+
+    // A file with a bad value: rejected, everything keeps running as it was.
+    std::fs::write(&file, "[video]\nbitrate_kbps = 1\n").unwrap();
+    daemon.signal("HUP");
+    std::thread::sleep(Duration::from_secs(2));
+    let kept = get_json(http_port, "/api/status");
+    assert_eq!(kept["machine"]["state"], "live", "{kept}");
+    assert_eq!(output(&kept, "studio")["state"], "live", "{kept}");
+    let log = std::fs::read_to_string(dir.join("box.stderr")).unwrap();
+    assert!(log.contains("video.bitrate_kbps: 1 is out of range 100-50000 kbit/s"), "{log}");
+    assert!(log.contains("keeping the running one"), "{log}");
+    assert!(!log.contains("first-key") && !log.contains("second-key"), "a stream key is in the log");
+}
+
+/// Whether ffprobe reads video from an RTMP URL.
+fn probe_frames(url: &str) -> bool {
+    ffprobe_streams(url).iter().any(|s| s.codec == "h264")
 }

@@ -51,7 +51,11 @@ enum Bench {
     Bitrate,
     /// Throughput against added delay, 0 to 40 ms in 1 ms steps, TCP and SRT (the VPN study's
     /// method: three 10 s transfers per step).
-    Throughput,
+    Throughput {
+        /// Transfers per step (the study's method: 3).
+        #[arg(long, default_value_t = 3)]
+        runs: u64,
+    },
     /// Our SRT transport (`telebridge relay`) against srt-live-transmit on the same link and
     /// stream: CPU seconds per GB and losses, sender and receiver.
     Transport,
@@ -93,7 +97,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Latency => runtime.block_on(rtmp_srt::latency(&args.profiles, &args.out, args.quick)),
         Bench::Bitrate => runtime.block_on(rtmp_srt::bitrate(&args.profiles, &args.out, args.quick)),
         Bench::Transport => runtime.block_on(transport::run(&args.profiles, &args.out, args.quick)),
-        Bench::Throughput => runtime.block_on(throughput::run(&args.profiles, &args.out, args.quick)),
+        Bench::Throughput { runs } => runtime.block_on(throughput::run(&args.profiles, &args.out, args.quick, runs)),
         Bench::TcpSend { addr, seconds } => throughput::tcp_send(&addr, seconds),
         Bench::Sink { tcp } => throughput::sink(tcp.as_deref()),
         Bench::RtmpRead { url, seconds } => reader::run(&url, seconds),

@@ -76,7 +76,18 @@ pub fn lines(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[S
         .y_label_area_size(60)
         .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
     chart.configure_mesh().x_desc(x_label).y_desc(y_label).label_style(("sans-serif", 14)).draw()?;
-    let colors = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
+    let colors = [
+        RED,
+        BLUE,
+        GREEN,
+        MAGENTA,
+        CYAN,
+        BLACK,
+        RGBColor(255, 140, 0),
+        RGBColor(128, 0, 128),
+        RGBColor(139, 69, 19),
+        RGBColor(128, 128, 128),
+    ];
     for (i, s) in series.iter().enumerate() {
         let color = colors[i % colors.len()];
         chart

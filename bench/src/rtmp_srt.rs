@@ -9,7 +9,8 @@
 //!   4 x RTT and at least 120 ms, Haivision's preset for lossy links); a fixed-delay RTMP player
 //!   needs a buffer as deep as the latest frame was late, so RTMP's figure is the largest
 //!   per-frame latency after a 3 s warm-up (its median is given too).
-//! - Bitrate (2): per profile and bitrate, sustainable = for SRT no packet dropped at the sender
+//! - Bitrate (2): per profile and bitrate, SRT and RTMP each in a run of its own (together they
+//!   would share the link's bottleneck and disturb each other); sustainable = for SRT no packet dropped at the sender
 //!   and no TS packet missing at the receiver; for RTMP no frame missing, no gap over 1 s and a
 //!   lag that does not grow by more than 1 s over the run. Missing frames count from each
 //!   protocol's first frame; gaps and latency from 3 s after it (the start-up burst is one-off).
@@ -39,6 +40,18 @@ pub const PROFILES: [&str; 5] = ["lan", "metro-17ms", "transatlantic-100ms", "us
 /// The study's bitrate steps, kbit/s.
 pub const BITRATES: [u32; 5] = [1000, 2000, 6000, 10000, 20000];
 
+/// Which protocols one run carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sides {
+    /// SRT and RTMP from one encoder at once (the latency benchmark: a 2 Mbit/s pair does not
+    /// load the link).
+    Both,
+    /// SRT alone (the bitrate benchmark: each protocol has the link to itself).
+    Srt,
+    /// RTMP alone.
+    Rtmp,
+}
+
 /// What one side-by-side run measured.
 #[derive(Debug, Clone)]
 pub struct Pair {
@@ -62,6 +75,9 @@ pub struct Pair {
     /// Packets A to B through the link, and how many it dropped (random, burst, queue).
     link_packets: u64,
     link_dropped: u64,
+    /// The same for the RTMP run, when RTMP ran on its own.
+    rtmp_link_packets: u64,
+    rtmp_link_dropped: u64,
     /// (seconds since the encoder started, latency ms) per RTMP frame.
     rtmp_series: Vec<(f64, f64)>,
 }
@@ -91,13 +107,14 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// One run: `profile` at `bitrate_kbps` for `seconds`, SRT and RTMP from the same encoder.
+/// One run: `profile` at `bitrate_kbps` for `seconds`, the `sides` asked for from one encoder.
 pub async fn run_pair(
     profiles: &Path,
     out: &Path,
     profile: &str,
     bitrate_kbps: u32,
     seconds: u64,
+    sides: Sides,
 ) -> anyhow::Result<Pair> {
     let p = Profiles::load(profiles)?.get(profile)?.clone();
     let bin = crate::telebridge()?;
@@ -110,7 +127,7 @@ pub async fn run_pair(
     )
     .await
     .context("IP mode needs root and /dev/net/tun")?;
-    let tag = format!("{profile}-{bitrate_kbps}");
+    let tag = format!("{profile}-{bitrate_kbps}-{sides:?}").to_lowercase();
     let nginx_dir = std::env::current_dir()?.join(out).join(format!("nginx-{tag}"));
     std::fs::create_dir_all(nginx_dir.join("logs"))?;
     std::fs::write(nginx_dir.join("nginx.conf"), NGINX_CONF)?;
@@ -143,15 +160,17 @@ pub async fn run_pair(
     )?;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let started = telebridge_media::timecode::now_us() as f64 / 1e6;
-    let mut encoder = crate::spawn_to(
-        link.in_a(bin.to_str().context("path")?)
-            .args(["-q", "encode", "--source", "test", "--size", "1280x720", "--stats", "json"])
-            .args(["--bitrate-kbps", &bitrate_kbps.to_string()])
-            .args(["--output", &format!("srt://{ADDR_B}:9000?latency={latency}")])
-            .args(["--output", &format!("rtmp://{ADDR_B}:1935/live/bench")])
-            .args(["--duration", &format!("{seconds}s")]),
-        &enc_out,
-    )?;
+    let mut enc = link.in_a(bin.to_str().context("path")?);
+    enc.args(["-q", "encode", "--source", "test", "--size", "1280x720", "--stats", "json"])
+        .args(["--bitrate-kbps", &bitrate_kbps.to_string()])
+        .args(["--duration", &format!("{seconds}s")]);
+    if sides != Sides::Rtmp {
+        enc.args(["--output", &format!("srt://{ADDR_B}:9000?latency={latency}")]);
+    }
+    if sides != Sides::Srt {
+        enc.args(["--output", &format!("rtmp://{ADDR_B}:1935/live/bench")]);
+    }
+    let mut encoder = crate::spawn_to(&mut enc, &enc_out)?;
     let enc_status = tokio::task::spawn_blocking(move || encoder.wait()).await??;
     let dec_status = tokio::task::spawn_blocking(move || decoder.wait()).await??;
     let _ = tokio::task::spawn_blocking(move || reader.wait()).await?;
@@ -221,6 +240,8 @@ pub async fn run_pair(
         rtmp_lag_growth_ms: growth,
         link_packets: f.offered,
         link_dropped: f.dropped_random + f.dropped_burst + f.dropped_queue,
+        rtmp_link_packets: f.offered,
+        rtmp_link_dropped: f.dropped_random + f.dropped_burst + f.dropped_queue,
         rtmp_series: frames.iter().map(|f| (f.0 - started, f.2)).collect(),
     })
 }
@@ -231,7 +252,9 @@ pub async fn latency(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
     let mut pairs = Vec::new();
     for profile in list {
         eprintln!("latency: {profile}, 2 Mbit/s, {seconds} s, SRT and RTMP side by side ...");
-        pairs.push(run_pair(profiles, out, profile, 2000, seconds).await.with_context(|| profile.to_string())?);
+        pairs.push(
+            run_pair(profiles, out, profile, 2000, seconds, Sides::Both).await.with_context(|| profile.to_string())?,
+        );
     }
     let mut csv = String::from(
         "profile,rtt_ms,srt_latency_setting_ms,srt_p50_ms,srt_max_ms,srt_frames,rtmp_p50_ms,rtmp_max_ms,rtmp_frames,rtmp_frames_missing,ratio\n",
@@ -312,9 +335,22 @@ pub async fn bitrate(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
     for profile in list {
         for &rate in rates {
             eprintln!("bitrate: {profile}, {} Mbit/s, {seconds} s ...", rate / 1000);
-            pairs.push(
-                run_pair(profiles, out, profile, rate, seconds).await.with_context(|| format!("{profile} {rate}"))?,
-            );
+            let what = |side: &str| format!("{profile} {rate} {side}");
+            let srt = run_pair(profiles, out, profile, rate, seconds, Sides::Srt).await.with_context(|| what("SRT"))?;
+            let rtmp =
+                run_pair(profiles, out, profile, rate, seconds, Sides::Rtmp).await.with_context(|| what("RTMP"))?;
+            pairs.push(Pair {
+                rtmp_frames: rtmp.rtmp_frames,
+                rtmp_p50: rtmp.rtmp_p50,
+                rtmp_max: rtmp.rtmp_max,
+                rtmp_frames_missing: rtmp.rtmp_frames_missing,
+                rtmp_max_gap_ms: rtmp.rtmp_max_gap_ms,
+                rtmp_lag_growth_ms: rtmp.rtmp_lag_growth_ms,
+                rtmp_link_packets: rtmp.link_packets,
+                rtmp_link_dropped: rtmp.link_dropped,
+                rtmp_series: rtmp.rtmp_series,
+                ..srt
+            });
         }
     }
     let mut csv = String::from(
@@ -337,12 +373,12 @@ pub async fn bitrate(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
         );
     }
     std::fs::write(out.join("bitrate-srt-rtmp.csv"), csv)?;
-    println!("| profile | bitrate (encoder made) | SRT: dropped / TS missing | RTMP: frames missing / longest gap / lag growth | link: lost / sent | SRT | RTMP |");
+    println!("| profile | bitrate (encoder made) | SRT: dropped / TS missing | RTMP: frames missing / longest gap / lag growth | link lost / sent: SRT run; RTMP run | SRT | RTMP |");
     println!("|---|---|---|---|---|---|---|");
     for r in &pairs {
         let yes = |b: bool| if b { "yes" } else { "**no**" };
         println!(
-            "| {} | {} Mbit/s ({:.1}) | {} / {} | {} / {:.0} ms / {:.0} ms | {} / {} | {} | {} |",
+            "| {} | {} Mbit/s ({:.1}) | {} / {} | {} / {:.0} ms / {:.0} ms | {} / {}; {} / {} | {} | {} |",
             r.profile,
             r.bitrate_kbps / 1000,
             r.encoder_kbps / 1000.0,
@@ -353,6 +389,8 @@ pub async fn bitrate(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
             r.rtmp_lag_growth_ms,
             r.link_dropped,
             r.link_packets,
+            r.rtmp_link_dropped,
+            r.rtmp_link_packets,
             yes(r.srt_ok()),
             yes(r.rtmp_ok())
         );

@@ -114,12 +114,12 @@ async fn one(profiles: &Path, delay_ms: f64, tcp: bool, seconds: u64, seed: u64)
 }
 
 /// Runs the sweep; prints the table and writes CSV and PNG.
-pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()> {
+pub async fn run(profiles: &Path, out: &Path, quick: bool, runs: u64) -> anyhow::Result<()> {
     let (delays, runs, seconds): (Vec<f64>, u64, u64) = if quick {
         (vec![0.0, 20.0, 40.0], 1, 4)
     } else {
         let p = Profiles::load(profiles)?.get("vpn-sweep")?.clone();
-        (p.sweep(), 3, 10)
+        (p.sweep(), runs.max(1), 10)
     };
     let mut rows: Vec<(f64, f64, f64)> = Vec::new();
     for &d in &delays {

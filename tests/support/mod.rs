@@ -243,14 +243,25 @@ pub fn nginx_rtmp(dir: &Path, port: u16, name: &str) -> Proc {
     p
 }
 
-/// One HTTP/1.1 request to the box's API on loopback; returns the status and the body.
+/// The session cookie of each box (by port) a test has logged into.
+static SESSIONS: std::sync::Mutex<Vec<(u16, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// One HTTP/1.1 request to the box's API on loopback, as a script would send it (the CSRF
+/// header, and the session cookie once [`first_login`] ran); returns the status and the body.
 pub fn http(method: &str, port: u16, path: &str, body: Option<&str>) -> (u16, String) {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return (0, String::new()) };
     let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
     let body = body.unwrap_or("");
+    let cookie = SESSIONS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(p, _)| *p == port)
+        .map(|(_, c)| format!("Cookie: {c}\r\n"))
+        .unwrap_or_default();
     let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nX-Telebridge-Csrf: 1\r\n{cookie}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     if s.write_all(req.as_bytes()).is_err() {
@@ -259,8 +270,30 @@ pub fn http(method: &str, port: u16, path: &str, body: Option<&str>) -> (u16, St
     let mut resp = String::new();
     let _ = s.read_to_string(&mut resp);
     let status = resp.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    (status, body)
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or(("", ""));
+    if let Some(c) = head.lines().find_map(|l| l.strip_prefix("set-cookie: ")).and_then(|c| c.split(';').next()) {
+        let mut sessions = SESSIONS.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|(p, _)| *p != port);
+        sessions.push((port, c.to_string()));
+    }
+    (status, body.to_string())
+}
+
+/// First start: reads the setup code from the box's log (`DIR/NAME.stderr`) and sets the
+/// password; the session cookie is kept for [`http`].
+pub fn first_login(port: u16, dir: &Path, name: &str, password: &str) {
+    let log = dir.join(format!("{name}.stderr"));
+    let mut code = None;
+    wait_for(Duration::from_secs(10), || {
+        code = std::fs::read_to_string(&log)
+            .ok()
+            .and_then(|l| l.split("setup_code=").nth(1).map(|rest| rest.chars().take(9).collect::<String>()));
+        code.is_some()
+    });
+    let code = code.unwrap_or_else(|| panic!("no setup code in {}", log.display()));
+    let (status, body) =
+        http("POST", port, "/api/setup", Some(&format!(r#"{{"code": "{code}", "password": "{password}"}}"#)));
+    assert_eq!(status, 200, "setup: {body}");
 }
 
 /// `GET path` as JSON (Null when the box does not answer).

@@ -37,7 +37,7 @@ pub fn plan(old: &ValidConfig, new: &ValidConfig) -> ChangePlan {
             },
         ..ChangePlan::default()
     };
-    if o.web != n.web {
+    if o.web.listen != n.web.listen {
         p.next_start.push("web.listen");
     }
     if o.gpio != n.gpio {

@@ -1,10 +1,9 @@
 //! `telebridge run`: the long-running daemon. One main loop owns the [`Machine`]; it takes
 //! events from the button (a GPIO thread of its own), the API ([`DaemonHandle`]), the media
-//! (the encoder or decoder role, a task it starts and stops) and SIGHUP (reload the file), and
+//! (the encoder or decoder role, a task it starts and stops) and new configurations, and
 //! turns the machine's actions into starting and stopping media. It publishes a
 //! [`DaemonStatus`] for the API and beats a heartbeat the systemd watchdog thread checks.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -21,15 +20,15 @@ use crate::sd_notify::Heartbeat;
 use crate::state::{Action, Event, Links, Machine};
 use crate::{AppError, DecodeOptions, DecodeSample, EncoderCommand, RunOptions, StatsSample};
 
+/// Turns the file's configuration into the running one (`--sim` and the command line's flags);
+/// applied at start and again to every reload.
+pub type Overrides = Arc<dyn Fn(telebridge_config::Config) -> telebridge_config::Config + Send + Sync>;
+
 /// How the daemon was asked to run.
 #[derive(Debug, Clone)]
 pub struct DaemonOptions {
     /// The configuration, validated, with the command line's overrides applied.
     pub config: ValidConfig,
-    /// The file it came from (reloaded on SIGHUP), if any.
-    pub config_path: Option<PathBuf>,
-    /// Simulation: test source, simulated GPIO, headless sink; enables the `/api/sim` endpoints.
-    pub sim: bool,
 }
 
 /// What the daemon is doing, for the API and the panel.
@@ -225,7 +224,6 @@ async fn main_loop(
     let mut generation = 0u64;
     let mut last_sample: Option<serde_json::Value> = None;
     let mut pending_restart: Vec<&'static str> = Vec::new();
-    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
 
@@ -278,12 +276,6 @@ async fn main_loop(
             pending_restart: pending_restart.clone(),
         });
 
-        let hup = async {
-            match hangup.as_mut() {
-                Some(h) => h.recv().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             _ = &mut shutdown => break,
             _ = tick.tick() => {}
@@ -324,20 +316,6 @@ async fn main_loop(
                     }
                 }
             },
-            _ = hup => {
-                match reload(options.config_path.as_deref(), &options) {
-                    Some(new) => {
-                        let plan = changes::plan(&config, &new);
-                        apply(&plan, &mut media, &mut pending_restart);
-                        config = new;
-                        if plan.restart_media && machine.state.running() {
-                            generation += 1;
-                            media = Some(start_media(&config, generation, media_tx.clone()));
-                        }
-                    }
-                    None => warn!("configuration not changed"),
-                }
-            }
         }
     }
     info!("stopping");
@@ -383,34 +361,6 @@ fn apply(plan: &ChangePlan, media: &mut Option<Media>, pending: &mut Vec<&'stati
     for (name, spec) in &plan.add_outputs {
         info!(output = %spec.label(), "configuration changed: adding output");
         let _ = cmds.try_send(EncoderCommand::AddOutput(name.clone(), spec.clone()));
-    }
-}
-
-/// Reads and validates the file again; `None` (with every problem logged) keeps the running one.
-fn reload(path: Option<&std::path::Path>, options: &DaemonOptions) -> Option<ValidConfig> {
-    let Some(path) = path else {
-        warn!("SIGHUP: no configuration file to reload (started without one)");
-        return None;
-    };
-    let raw = match telebridge_config::load(path) {
-        Ok(c) => c,
-        Err(e) => {
-            error!(error = %e, "SIGHUP: cannot read the configuration; keeping the running one");
-            return None;
-        }
-    };
-    let raw = if options.sim { simulate(raw) } else { raw };
-    match raw.validate() {
-        Ok(v) => {
-            info!(file = %path.display(), "SIGHUP: configuration reloaded");
-            Some(v)
-        }
-        Err(errs) => {
-            for e in &errs.0 {
-                error!(problem = %e, "SIGHUP: configuration rejected; keeping the running one");
-            }
-            None
-        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! (media) to SRT outputs (srt) and publishes statistics.
 
 mod changes;
+pub mod config_store;
 pub mod daemon;
 pub mod decoder_role;
 pub mod encoder_role;
@@ -14,6 +15,7 @@ pub mod state;
 pub mod stats;
 
 pub use changes::{plan as plan_changes, ChangePlan};
+pub use config_store::{ConfigStore, StoreError};
 pub use daemon::{DaemonCommand, DaemonHandle, DaemonOptions, DaemonStatus};
 pub use decoder_role::{run_decoder, DecodeOptions, DecodeSample, DecodeSampleCallback, DecodeSummary};
 pub use encoder_role::{run_encoder, select_encoder, EncoderCommand, RunOptions, SampleCallback};

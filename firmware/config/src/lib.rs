@@ -14,7 +14,7 @@ mod srt_url;
 mod validate;
 
 pub use file::{load, save_atomic, LoadError, DEFAULT_PATH};
-pub use model::{AudioConfig, Config, DecoderConfig, GpioConfig, OutputConfig, VideoConfig, WebConfig};
+pub use model::{AudioConfig, Config, DecoderConfig, GpioConfig, OutputConfig, VideoConfig, WebConfig, HIDDEN};
 pub use output_url::{FileSpec, OutputUrlError, RtmpUrl};
 pub use secret::Secret;
 pub use source::{AudioCodec, AudioSource, EncoderPreference, VideoSource};

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// The whole configuration of one box.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// The box's name: shown on the slate, the panel and in the logs.
@@ -42,6 +42,23 @@ impl Default for Config {
             web: WebConfig::default(),
             gpio: GpioConfig::default(),
         }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = self.redacted();
+        f.debug_struct("Config")
+            .field("name", &c.name)
+            .field("role", &c.role)
+            .field("start_live", &c.start_live)
+            .field("video", &c.video)
+            .field("audio", &c.audio)
+            .field("outputs", &c.outputs)
+            .field("decoder", &c.decoder)
+            .field("web", &c.web)
+            .field("gpio", &c.gpio)
+            .finish()
     }
 }
 
@@ -123,16 +140,77 @@ impl Default for DecoderConfig {
 }
 
 /// The panel and API.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WebConfig {
     /// Address and port the panel listens on.
     pub listen: String,
+    /// The panel password as an argon2 hash (set through the panel; empty until first setup).
+    pub password_hash: String,
+    /// A read-only bearer token for `/metrics` (Prometheus); empty for none.
+    pub metrics_token: String,
+    /// Where the one-time setup code is written at first start (the boot partition).
+    pub setup_code_file: String,
 }
 
 impl Default for WebConfig {
     fn default() -> Self {
-        Self { listen: "0.0.0.0:80".to_string() }
+        Self {
+            listen: "0.0.0.0:80".to_string(),
+            password_hash: String::new(),
+            metrics_token: String::new(),
+            setup_code_file: "/boot/firmware/telebridge-setup.txt".to_string(),
+        }
+    }
+}
+
+impl fmt::Debug for WebConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebConfig")
+            .field("listen", &self.listen)
+            .field("password_hash", &if self.password_hash.is_empty() { "" } else { "****" })
+            .field("metrics_token", &if self.metrics_token.is_empty() { "" } else { "****" })
+            .field("setup_code_file", &self.setup_code_file)
+            .finish()
+    }
+}
+
+/// What the API shows in place of a secret that is set, and takes back as "unchanged".
+pub const HIDDEN: &str = "****";
+
+impl Config {
+    /// The configuration as the API shows it: every secret that is set (SRT passphrases, RTMP
+    /// keys, the password hash, the metrics token) replaced by `****`.
+    pub fn redacted(&self) -> Config {
+        let mut c = self.clone();
+        for o in &mut c.outputs {
+            o.url = crate::output_url::redact(&crate::srt_url::redact_query(&o.url));
+        }
+        for s in [&mut c.web.password_hash, &mut c.web.metrics_token] {
+            if !s.is_empty() {
+                *s = HIDDEN.to_string();
+            }
+        }
+        c
+    }
+
+    /// Takes a configuration that came back from the API and puts the secrets it left as `****`
+    /// back from `running`: an output keeps its secret when its URL, redacted, is unchanged.
+    pub fn with_secrets_from(mut self, running: &Config) -> Config {
+        for o in &mut self.outputs {
+            if o.url.contains(HIDDEN) {
+                if let Some(old) = running.outputs.iter().find(|r| r.redacted_url() == o.url) {
+                    o.url = old.url.clone();
+                }
+            }
+        }
+        if self.web.password_hash == HIDDEN {
+            self.web.password_hash = running.web.password_hash.clone();
+        }
+        if self.web.metrics_token == HIDDEN {
+            self.web.metrics_token = running.web.metrics_token.clone();
+        }
+        self
     }
 }
 
@@ -188,6 +266,11 @@ impl OutputConfig {
     /// An output with just a URL.
     pub fn new(url: impl Into<String>) -> Self {
         Self { url: url.into(), name: None }
+    }
+
+    /// The URL with its secrets as `****`.
+    pub fn redacted_url(&self) -> String {
+        crate::output_url::redact(&crate::srt_url::redact_query(&self.url))
     }
 }
 

@@ -234,6 +234,16 @@ impl Config {
             .parse::<std::net::SocketAddr>()
             .map_err(|_| err("web.listen", format!("{:?} is not ADDRESS:PORT (e.g. 0.0.0.0:80)", self.web.listen)))
             .ok();
+        let w = &self.web;
+        if !w.password_hash.is_empty() && !w.password_hash.starts_with("$argon2") {
+            err("web.password_hash", "is not an argon2 hash; set the password in the panel, not here".into());
+        }
+        if !w.metrics_token.is_empty() && w.metrics_token.len() < 16 {
+            err(
+                "web.metrics_token",
+                format!("has {} characters; it must have at least 16 (or be empty)", w.metrics_token.len()),
+            );
+        }
         let g = &self.gpio;
         let backend = match g.backend.as_str() {
             "auto" => Some(GpioBackend::Auto),
@@ -407,5 +417,51 @@ mod tests {
         let errs = c.validate().unwrap_err();
         let fields: Vec<_> = errs.0.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["video.fps", "video.bitrate_kbps", "outputs[0].url"]);
+    }
+}
+
+#[cfg(test)]
+mod api_tests {
+    use crate::{Config, OutputConfig, HIDDEN};
+
+    fn with_secrets() -> Config {
+        let mut c = Config {
+            outputs: vec![
+                OutputConfig::new("srt://h:9000?passphrase=0123456789abc&pbkeylen=32"),
+                OutputConfig { url: "rtmp://live.example/app/STREAMKEY".into(), name: Some("yt".into()) },
+            ],
+            ..Config::default()
+        };
+        c.web.password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into();
+        c.web.metrics_token = "0123456789abcdef0123".into();
+        c
+    }
+
+    #[test]
+    fn redacted_shows_no_secret() {
+        let shown = toml::to_string(&with_secrets().redacted()).unwrap();
+        for secret in ["0123456789abc", "STREAMKEY", "argon2", "0123456789abcdef0123"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("passphrase=****") && shown.contains("/app/****"), "{shown}");
+        assert!(!format!("{:?}", with_secrets()).contains("STREAMKEY"));
+    }
+
+    #[test]
+    fn secrets_left_hidden_are_kept_and_new_ones_replace() {
+        let running = with_secrets();
+        let mut back = running.redacted();
+        back.video.bitrate_kbps = 6000;
+        let merged = back.clone().with_secrets_from(&running);
+        assert_eq!(merged.outputs, running.outputs);
+        assert_eq!(merged.web, running.web);
+        assert_eq!(merged.video.bitrate_kbps, 6000);
+        // A new key replaces the old one; a changed host with the key hidden is not matched.
+        back.outputs[1].url = "rtmp://live.example/app/NEWKEY".into();
+        back.outputs[0].url = format!("srt://other:9000?passphrase={HIDDEN}&pbkeylen=32");
+        let merged = back.with_secrets_from(&running);
+        assert_eq!(merged.outputs[1].url, "rtmp://live.example/app/NEWKEY");
+        assert!(merged.outputs[0].url.contains(HIDDEN), "a hidden secret must not move to another host");
+        assert!(merged.validate().is_err(), "an unmatched **** is rejected by validation, not sent");
     }
 }

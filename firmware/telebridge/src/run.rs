@@ -24,20 +24,20 @@ pub struct RunRequest {
     pub start_live: bool,
 }
 
-/// The configuration to start with: the file (given, or the default path when it exists, or
-/// the defaults), then `--sim`, then the flags. Errors name the flag when a flag set the field.
 /// Which configuration fields a flag set: (field, flag).
 type FlagsUsed = Vec<(&'static str, &'static str)>;
 
-fn configuration(req: &RunRequest) -> Result<(Config, Option<PathBuf>, FlagsUsed), String> {
-    let path = match &req.config {
+/// The file to read: the one given, or the default path when it exists.
+fn config_path(req: &RunRequest) -> Option<PathBuf> {
+    match &req.config {
         Some(p) => Some(p.clone()),
         None => Some(PathBuf::from(telebridge_config::DEFAULT_PATH)).filter(|p| p.exists()),
-    };
-    let mut c = match &path {
-        Some(p) => telebridge_config::load(p).map_err(|e| e.to_string())?,
-        None => Config::default(),
-    };
+    }
+}
+
+/// What `--sim` and the flags change in the file's configuration, and which fields a flag set
+/// (so that errors name the flag). Applied at start and again at every reload.
+fn overrides(req: &RunRequest, mut c: Config) -> (Config, FlagsUsed) {
     if req.sim {
         c = daemon::simulate(c);
         c.web.listen = "127.0.0.1:8080".into();
@@ -61,15 +61,20 @@ fn configuration(req: &RunRequest) -> Result<(Config, Option<PathBuf>, FlagsUsed
     if req.start_live {
         c.start_live = true;
     }
-    Ok((c, path, flags))
+    (c, flags)
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
 pub fn run(req: RunRequest) -> ExitCode {
-    let (raw, path, flags) = match configuration(&req) {
-        Ok(c) => c,
-        Err(e) => return bad_input(e),
+    let path = config_path(&req);
+    let file = match &path {
+        Some(p) => match telebridge_config::load(p) {
+            Ok(c) => c,
+            Err(e) => return bad_input(e),
+        },
+        None => Config::default(),
     };
+    let (raw, flags) = overrides(&req, file.clone());
     let config = match raw.validate() {
         Ok(v) => v,
         Err(errs) => {
@@ -104,13 +109,32 @@ pub fn run(req: RunRequest) -> ExitCode {
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        let options = DaemonOptions { config, config_path: path, sim: req.sim };
+        let req = std::sync::Arc::new(req);
+        let r = req.clone();
+        let apply_overrides: telebridge_appliance::daemon::Overrides = std::sync::Arc::new(move |c| overrides(&r, c).0);
+        let options = DaemonOptions { config };
         let (handle, daemon_task) = match daemon::start(options, stopped(stop_rx.clone())) {
             Ok(d) => d,
             Err(e) => return bad_input(e),
         };
         let heartbeat = handle.heartbeat.clone();
-        let web = tokio::spawn(telebridge_web::serve(listener, telebridge_web::router(handle), stopped(stop_rx)));
+        let store = std::sync::Arc::new(telebridge_appliance::ConfigStore::new(
+            path,
+            file,
+            apply_overrides,
+            handle.commands.clone(),
+        ));
+        // SIGHUP (systemctl reload): read the file again, restart only what changed.
+        if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            let store = store.clone();
+            tokio::spawn(async move {
+                while hup.recv().await.is_some() {
+                    store.reload().await;
+                }
+            });
+        }
+        let state = telebridge_web::AppState::new(handle, store);
+        let web = tokio::spawn(telebridge_web::serve(listener, telebridge_web::router(state), stopped(stop_rx)));
         info!(panel = %format!("http://{listen}/"), "serving the panel and API");
         println!("panel: http://{listen}/");
         match sd_notify::notify("READY=1") {

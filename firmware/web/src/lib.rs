@@ -1,32 +1,114 @@
-//! The HTTP side of the box: the REST API over the appliance daemon (and, with the web issue,
-//! the panel). Under `--sim` it also shows the simulated GPIO and presses its button.
+//! The HTTP side of the box: the REST API over the appliance daemon (and the panel). Every
+//! request that changes something needs a session and passes a CSRF check; until the first
+//! password is set, only the setup endpoints answer. Under `--sim` it also shows the simulated
+//! GPIO and presses its button (the simulated hardware needs no login, as a real button does not).
 
-use std::time::Duration;
+pub mod auth;
+pub mod history;
+pub mod metrics;
 
-use axum::extract::State;
-use axum::http::StatusCode;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::{Query, Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
-use telebridge_appliance::{DaemonCommand, DaemonHandle};
+use telebridge_appliance::{ConfigStore, DaemonCommand, DaemonHandle, StoreError};
+use telebridge_config::Config;
 use telebridge_gpio::{ButtonEvent, Led};
+use tracing::{info, warn};
 
-/// The API's routes over a running daemon.
-pub fn router(daemon: DaemonHandle) -> Router {
-    let mut r = Router::new()
+use crate::auth::{Auth, COOKIE, MIN_PASSWORD};
+use crate::history::History;
+
+/// Everything the handlers share.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// The daemon.
+    pub daemon: DaemonHandle,
+    /// The editable configuration.
+    pub store: Arc<ConfigStore>,
+    /// Sessions, attempts, setup code.
+    pub auth: Arc<Auth>,
+    /// One row a second for 24 h.
+    pub history: Arc<History>,
+}
+
+impl AppState {
+    /// State for a daemon (call inside the runtime: it starts recording the history); when no
+    /// password is set yet, makes the one-time setup code, logs it and writes it to
+    /// `web.setup_code_file`.
+    pub fn new(daemon: DaemonHandle, store: Arc<ConfigStore>) -> Self {
+        let file = store.file();
+        let code = file.web.password_hash.is_empty().then(auth::new_setup_code);
+        if let Some(code) = &code {
+            // The one secret that is logged, by design: it is how the owner gets in the first time.
+            warn!(setup_code = %code, "first start: no password yet; open the panel and enter this setup code");
+            let path = std::path::Path::new(&file.web.setup_code_file);
+            match std::fs::write(path, format!("Telebridge setup code: {code}\n")) {
+                Ok(()) => info!(file = %path.display(), "setup code written"),
+                Err(e) => warn!(file = %path.display(), error = %e, "cannot write the setup code file"),
+            }
+        }
+        let state = Self { daemon, store, auth: Arc::new(Auth::new(code)), history: Arc::new(History::default()) };
+        state.spawn_history();
+        state
+    }
+
+    /// Records one history row a second until the daemon goes away.
+    fn spawn_history(&self) {
+        let (history, mut status) = (self.history.clone(), self.daemon.status.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                if status.has_changed().is_err() {
+                    break;
+                }
+                let s = status.borrow_and_update().clone();
+                let state = serde_json::to_value(s.machine.state).unwrap_or_default();
+                let unix = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0);
+                history.record(unix, state.as_str().unwrap_or(""), s.media.as_ref());
+            }
+        });
+    }
+}
+
+/// The API's routes.
+pub fn router(state: AppState) -> Router {
+    let open = Router::new()
         .route("/", get(index))
         .route("/healthz", get(healthz))
+        .route("/api/setup", get(setup_status).post(setup))
+        .route("/api/session", post(login).delete(logout))
+        .route("/metrics", get(metrics_handler));
+    let protected = Router::new()
         .route("/api/status", get(status))
-        .route("/api/live", post(live));
-    if daemon.sim.is_some() {
+        .route("/api/config", get(get_config).put(put_config))
+        .route("/api/live", post(live))
+        .route("/api/events", get(events))
+        .route("/api/stats.csv", get(stats_csv))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_session));
+    let mut r = open.merge(protected);
+    if state.daemon.sim.is_some() {
         r = r
             .route("/api/sim/gpio", get(sim_gpio))
             .route("/api/sim/button", post(sim_button))
             .route("/api/sim/stall", post(sim_stall));
     }
-    r.with_state(daemon)
+    r.layer(middleware::from_fn(csrf)).with_state(state)
 }
 
 /// Serves `router` on `listener` until `shutdown` completes.
@@ -35,24 +117,75 @@ pub async fn serve(
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 fn error(code: StatusCode, message: impl Into<String>) -> Response {
     (code, Json(json!({ "error": message.into() }))).into_response()
 }
 
-async fn index(State(d): State<DaemonHandle>) -> Html<String> {
-    let s = d.status.borrow().clone();
-    let state = serde_json::to_value(s.machine.state).unwrap_or_default();
+fn client_ip(req_ext: &axum::http::Extensions) -> IpAddr {
+    req_ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()).unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+}
+
+/// The header a non-browser client sends instead of an `Origin`.
+pub const CSRF_HEADER: &str = "x-telebridge-csrf";
+
+/// Requests that change something must come from the panel's own origin (a browser sends
+/// `Origin`), or carry [`CSRF_HEADER`] (which a cross-site form cannot set).
+async fn csrf(req: Request, next: Next) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return next.run(req).await;
+    }
+    let h = req.headers();
+    let host = h.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    match h.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        Some(origin) => {
+            let bare = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")).unwrap_or("");
+            if bare.is_empty() || bare != host {
+                return error(StatusCode::FORBIDDEN, format!("origin {origin} is not this box ({host})"));
+            }
+        }
+        None if h.contains_key(CSRF_HEADER) => {}
+        None => {
+            return error(
+                StatusCode::FORBIDDEN,
+                format!("a request that changes something needs an Origin header or {CSRF_HEADER}: 1"),
+            )
+        }
+    }
+    next.run(req).await
+}
+
+fn session_token(h: &HeaderMap) -> Option<String> {
+    h.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
+        let (k, v) = kv.trim().split_once('=')?;
+        (k == COOKIE).then(|| v.to_string())
+    })
+}
+
+async fn require_session(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    if s.auth.setup_code().is_some() {
+        return error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code");
+    }
+    match session_token(req.headers()) {
+        Some(t) if s.auth.valid(&t, Instant::now()) => next.run(req).await,
+        _ => error(StatusCode::UNAUTHORIZED, "log in first (POST /api/session)"),
+    }
+}
+
+fn session_cookie(token: &str) -> String {
+    format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", auth::SESSION_TTL.as_secs())
+}
+
+async fn index(State(s): State<AppState>) -> Html<String> {
+    let st = s.daemon.status.borrow().clone();
+    let name = html_escape(&st.name);
     Html(format!(
         "<!doctype html><meta charset=utf-8><meta name=viewport content=\"width=device-width\">\
-         <title>{name}</title><h1>{name}</h1><p>{role}: {state}{reason}</p>\
-         <p>API: <a href=/api/status>/api/status</a></p>",
-        name = html_escape(&s.name),
-        role = s.role,
-        state = state.as_str().unwrap_or(""),
-        reason = s.machine.reason.as_deref().map(|r| format!(" ({})", html_escape(r))).unwrap_or_default(),
+         <title>{name}</title><h1>{name}</h1><p>API: /api/status (log in with POST /api/session)</p>"
     ))
 }
 
@@ -60,17 +193,179 @@ fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-async fn healthz(State(d): State<DaemonHandle>) -> Response {
-    if d.heartbeat.age() < Duration::from_secs(2) {
+async fn healthz(State(s): State<AppState>) -> Response {
+    if s.daemon.heartbeat.age() < Duration::from_secs(2) {
         (StatusCode::OK, "ok\n").into_response()
     } else {
         error(StatusCode::SERVICE_UNAVAILABLE, "the main loop is not turning")
     }
 }
 
-async fn status(State(d): State<DaemonHandle>) -> Response {
-    let s = d.status.borrow().clone();
-    Json(s).into_response()
+async fn setup_status(State(s): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({ "needed": s.auth.setup_code().is_some(), "min_password": MIN_PASSWORD }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetupBody {
+    code: String,
+    password: String,
+}
+
+fn locked(s: &AppState, ip: IpAddr) -> Option<Response> {
+    s.auth.locked(ip, Instant::now()).map(|wait| {
+        let mut r = error(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many wrong attempts from {ip}: wait {} s", wait.as_secs() + 1),
+        );
+        if let Ok(v) = (wait.as_secs() + 1).to_string().parse() {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        r
+    })
+}
+
+async fn setup(State(s): State<AppState>, req: Request) -> Response {
+    let ip = client_ip(req.extensions());
+    let Some(Json(body)) = json_body::<SetupBody>(req).await else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "body must be {\"code\": \"1234-5678\", \"password\": \"...\"}",
+        );
+    };
+    let Some(code) = s.auth.setup_code() else {
+        return error(StatusCode::CONFLICT, "the password is already set; log in instead");
+    };
+    if let Some(r) = locked(&s, ip) {
+        return r;
+    }
+    if body.code.trim() != code {
+        s.auth.failed(ip, Instant::now());
+        warn!(%ip, "wrong setup code");
+        return error(
+            StatusCode::FORBIDDEN,
+            "wrong setup code: it is on the HDMI output, in the log and on the boot partition",
+        );
+    }
+    if body.password.chars().count() < MIN_PASSWORD {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("password: {} characters; it must have at least {MIN_PASSWORD}", body.password.chars().count()),
+        );
+    }
+    match set_password(&s, body.password).await {
+        Ok(()) => {
+            s.auth.finish_setup();
+            s.auth.succeeded(ip);
+            info!(%ip, "setup done: password set");
+            let token = s.auth.new_session(Instant::now());
+            ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+async fn set_password(s: &AppState, password: String) -> Result<(), Response> {
+    let hash = tokio::task::spawn_blocking(move || auth::hash_password(&password))
+        .await
+        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    let mut c = s.store.file();
+    c.web.password_hash = hash;
+    s.store.replace(c).await.map(|_| ()).map_err(store_error)
+}
+
+async fn json_body<T: serde::de::DeserializeOwned>(req: Request) -> Option<Json<T>> {
+    let bytes = axum::body::to_bytes(req.into_body(), 1 << 20).await.ok()?;
+    serde_json::from_slice(&bytes).ok().map(Json)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoginBody {
+    password: String,
+}
+
+async fn login(State(s): State<AppState>, req: Request) -> Response {
+    let ip = client_ip(req.extensions());
+    if s.auth.setup_code().is_some() {
+        return error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code");
+    }
+    if let Some(r) = locked(&s, ip) {
+        return r;
+    }
+    let Some(Json(body)) = json_body::<LoginBody>(req).await else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"password\": \"...\"}");
+    };
+    let hash = s.store.file().web.password_hash;
+    let ok = tokio::task::spawn_blocking(move || auth::verify_password(&body.password, &hash)).await.unwrap_or(false);
+    if !ok {
+        s.auth.failed(ip, Instant::now());
+        warn!(%ip, "wrong password");
+        return error(StatusCode::UNAUTHORIZED, "wrong password");
+    }
+    s.auth.succeeded(ip);
+    let token = s.auth.new_session(Instant::now());
+    ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
+}
+
+async fn logout(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(t) = session_token(&headers) {
+        s.auth.end(&t);
+    }
+    let clear = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    ([(header::SET_COOKIE, clear)], StatusCode::NO_CONTENT).into_response()
+}
+
+async fn status(State(s): State<AppState>) -> Response {
+    let st = s.daemon.status.borrow().clone();
+    Json(st).into_response()
+}
+
+async fn get_config(State(s): State<AppState>) -> Response {
+    Json(s.store.file().redacted()).into_response()
+}
+
+fn store_error(e: StoreError) -> Response {
+    match e {
+        StoreError::Invalid(errs) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({
+                "error": "the configuration was not changed",
+                "errors": errs.0.iter().map(|e| json!({ "field": e.field, "message": e.message })).collect::<Vec<_>>(),
+            })),
+        )
+            .into_response(),
+        StoreError::Save { .. } => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        StoreError::Stopped => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn put_config(State(s): State<AppState>, req: Request) -> Response {
+    let bytes = match axum::body::to_bytes(req.into_body(), 1 << 20).await {
+        Ok(b) => b,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let new: Config = match serde_json::from_slice(&bytes) {
+        Ok(c) => c,
+        Err(e) => {
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(json!({ "error": "the configuration was not changed", "errors": [{ "field": "", "message": e.to_string() }] })),
+            )
+                .into_response()
+        }
+    };
+    let running = s.store.file();
+    let mut new = new.with_secrets_from(&running);
+    if new.web.password_hash != running.web.password_hash {
+        // The password changes through setup only, never as a hash pasted into the config.
+        new.web.password_hash = running.web.password_hash.clone();
+    }
+    match s.store.replace(new).await {
+        Ok(_) => Json(json!({ "ok": true, "config": s.store.file().redacted() })).into_response(),
+        Err(e) => store_error(e),
+    }
 }
 
 #[derive(Deserialize)]
@@ -79,19 +374,86 @@ struct LiveBody {
     live: bool,
 }
 
-async fn live(State(d): State<DaemonHandle>, body: Option<Json<LiveBody>>) -> Response {
-    let Some(Json(body)) = body else {
+async fn live(State(s): State<AppState>, req: Request) -> Response {
+    let Some(Json(body)) = json_body::<LiveBody>(req).await else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"live\": true} or {\"live\": false}");
     };
-    if d.commands.send(DaemonCommand::Live(body.live)).await.is_err() {
+    if s.daemon.commands.send(DaemonCommand::Live(body.live)).await.is_err() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
     }
     (StatusCode::ACCEPTED, Json(json!({ "live": body.live }))).into_response()
 }
 
-async fn sim_gpio(State(d): State<DaemonHandle>) -> Response {
-    let Some(state) = d.sim_state() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
-    let patterns = d.status.borrow().led_patterns;
+/// Server-sent events: `sample` once a second (the `--stats json` line of the running media,
+/// with the state), `state` when the state changes.
+async fn events(State(s): State<AppState>) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
+    let rx = s.daemon.status.clone();
+    let stream = futures_util::stream::unfold(
+        (rx, None::<String>, Instant::now()),
+        |(rx, last_state, last_sample)| async move {
+            let mut last_state = last_state;
+            let mut last_sample = last_sample;
+            loop {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if rx.has_changed().is_err() {
+                    return None;
+                }
+                let st = rx.borrow().clone();
+                let state =
+                    serde_json::to_value(st.machine.state).unwrap_or_default().as_str().unwrap_or("").to_string();
+                if last_state.as_deref() != Some(state.as_str()) {
+                    let ev = SseEvent::default().event("state").json_data(&st.machine).unwrap_or_default();
+                    return Some((Ok(ev), (rx, Some(state), last_sample)));
+                }
+                if last_sample.elapsed() >= Duration::from_secs(1) {
+                    last_sample = Instant::now();
+                    let data = json!({ "state": state, "leds": st.led_patterns, "media": st.media });
+                    let ev = SseEvent::default().event("sample").json_data(&data).unwrap_or_default();
+                    return Some((Ok(ev), (rx, last_state, last_sample)));
+                }
+                last_state = Some(state);
+            }
+        },
+    );
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+#[derive(Deserialize)]
+struct CsvQuery {
+    minutes: Option<u32>,
+}
+
+async fn stats_csv(State(s): State<AppState>, Query(q): Query<CsvQuery>) -> Response {
+    let minutes = q.minutes.unwrap_or(5).clamp(1, 24 * 60);
+    (
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"telebridge-{minutes}min.csv\"")),
+        ],
+        s.history.csv(minutes),
+    )
+        .into_response()
+}
+
+/// Prometheus: a session or the read-only bearer token of `web.metrics_token`.
+async fn metrics_handler(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    let token = s.store.file().web.metrics_token;
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| !token.is_empty() && t == token);
+    let session = session_token(&headers).is_some_and(|t| s.auth.valid(&t, Instant::now()));
+    if !bearer && !session {
+        return error(StatusCode::UNAUTHORIZED, "log in, or send Authorization: Bearer <web.metrics_token>");
+    }
+    let st = s.daemon.status.borrow().clone();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics::render(&st)).into_response()
+}
+
+async fn sim_gpio(State(s): State<AppState>) -> Response {
+    let Some(state) = s.daemon.sim_state() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
+    let patterns = s.daemon.status.borrow().led_patterns;
     let mut leds = serde_json::Map::new();
     let mut shown = serde_json::Map::new();
     for (i, led) in Led::ALL.iter().enumerate() {
@@ -111,7 +473,7 @@ struct ButtonBody {
 
 /// Holds the simulated button down for `hold_ms`, then lets go; answers after the release with
 /// what the box made of it.
-async fn sim_button(State(d): State<DaemonHandle>, body: Option<Json<ButtonBody>>) -> Response {
+async fn sim_button(State(s): State<AppState>, body: Option<Json<ButtonBody>>) -> Response {
     let Some(Json(body)) = body else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"hold_ms\": N}, N from 50 to 20000");
     };
@@ -121,7 +483,7 @@ async fn sim_button(State(d): State<DaemonHandle>, body: Option<Json<ButtonBody>
             format!("hold_ms: {} is out of range 50-20000 (a press needs 30 ms to count)", body.hold_ms),
         );
     }
-    let Some(sim) = d.sim.clone() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
+    let Some(sim) = s.daemon.sim.clone() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
     sim.set_button(true);
     tokio::time::sleep(Duration::from_millis(body.hold_ms)).await;
     sim.set_button(false);
@@ -144,12 +506,12 @@ struct StallBody {
 }
 
 /// Blocks the daemon's main loop (simulation only): shows the watchdog at work.
-async fn sim_stall(State(d): State<DaemonHandle>, body: Option<Json<StallBody>>) -> Response {
+async fn sim_stall(State(s): State<AppState>, body: Option<Json<StallBody>>) -> Response {
     let Some(Json(body)) = body else { return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"ms\": N}") };
     if body.ms > 60_000 {
         return error(StatusCode::UNPROCESSABLE_ENTITY, format!("ms: {} is out of range 0-60000", body.ms));
     }
-    if d.commands.send(DaemonCommand::Stall(Duration::from_millis(body.ms))).await.is_err() {
+    if s.daemon.commands.send(DaemonCommand::Stall(Duration::from_millis(body.ms))).await.is_err() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
     }
     (StatusCode::ACCEPTED, Json(json!({ "stall_ms": body.ms }))).into_response()

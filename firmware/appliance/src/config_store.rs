@@ -1,0 +1,115 @@
+//! The configuration as the user edits it: the file's form (without the command line's
+//! overrides), saved atomically, then applied to the running daemon. A configuration that does
+//! not validate is refused with every problem and changes nothing, on disk or in the box.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use telebridge_config::{Config, ValidConfig, ValidationErrors};
+use tokio::sync::mpsc;
+
+use crate::daemon::{DaemonCommand, Overrides};
+
+/// Why a configuration was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// It does not validate.
+    #[error("{0}")]
+    Invalid(ValidationErrors),
+    /// It could not be written (the running configuration is unchanged).
+    #[error("cannot save {path}: {message}")]
+    Save {
+        /// The file.
+        path: String,
+        /// The system's words.
+        message: String,
+    },
+    /// The daemon is stopping.
+    #[error("the daemon is stopping")]
+    Stopped,
+}
+
+/// The editable configuration of a running box.
+pub struct ConfigStore {
+    path: Option<PathBuf>,
+    file: Mutex<Config>,
+    overrides: Overrides,
+    commands: mpsc::Sender<DaemonCommand>,
+}
+
+impl std::fmt::Debug for ConfigStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigStore").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl ConfigStore {
+    /// A store for the configuration `file` (read from `path`, if any) of a daemon that applies
+    /// `overrides` to it and takes commands on `commands`.
+    pub fn new(
+        path: Option<PathBuf>,
+        file: Config,
+        overrides: Overrides,
+        commands: mpsc::Sender<DaemonCommand>,
+    ) -> Self {
+        Self { path, file: Mutex::new(file), overrides, commands }
+    }
+
+    /// The configuration as saved (secrets included: callers redact).
+    pub fn file(&self) -> Config {
+        self.file.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Validates `new` (with the overrides), saves it, then applies it to the daemon, which
+    /// restarts only what changed.
+    pub async fn replace(&self, new: Config) -> Result<ValidConfig, StoreError> {
+        let valid = (self.overrides)(new.clone()).validate().map_err(StoreError::Invalid)?;
+        if let Some(path) = &self.path {
+            let (path, c) = (path.clone(), new.clone());
+            let saved = tokio::task::spawn_blocking(move || telebridge_config::save_atomic(&path, &c)).await;
+            let message = match saved {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(message) = message {
+                return Err(StoreError::Save { path: self.path_display(), message });
+            }
+        }
+        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = new;
+        self.commands.send(DaemonCommand::Apply(Box::new(valid.clone()))).await.map_err(|_| StoreError::Stopped)?;
+        Ok(valid)
+    }
+
+    /// Reads the file again (SIGHUP) and applies it; a file that cannot be read or does not
+    /// validate is logged problem by problem and changes nothing.
+    pub async fn reload(&self) {
+        let Some(path) = &self.path else {
+            tracing::warn!("reload: no configuration file (started without one)");
+            return;
+        };
+        let raw = match telebridge_config::load(path) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "reload: cannot read the configuration; keeping the running one");
+                return;
+            }
+        };
+        match (self.overrides)(raw.clone()).validate() {
+            Ok(valid) => {
+                *self.file.lock().unwrap_or_else(|p| p.into_inner()) = raw;
+                tracing::info!(file = %path.display(), "reload: configuration read");
+                let _ = self.commands.send(DaemonCommand::Apply(Box::new(valid))).await;
+            }
+            Err(errs) => {
+                for e in &errs.0 {
+                    tracing::error!(problem = %e, "reload: configuration rejected; keeping the running one");
+                }
+            }
+        }
+    }
+
+    fn path_display(&self) -> String {
+        self.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+    }
+}

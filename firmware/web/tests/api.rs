@@ -1,0 +1,292 @@
+//! The API, request by request (`router.oneshot(...)`), over a real daemon (simulated GPIO, no
+//! pipeline started) and a real configuration file in a temporary directory.
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::connect_info::ConnectInfo;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use telebridge_appliance::daemon::{self, DaemonOptions, Overrides};
+use telebridge_appliance::ConfigStore;
+use telebridge_config::{Config, OutputConfig};
+use telebridge_web::{router, AppState, CSRF_HEADER};
+use tower::ServiceExt;
+
+const ORIGIN: &str = "http://box.local";
+const PASSPHRASE: &str = "pass-phrase-0123456789";
+const KEY: &str = "live_123456_SECRETKEY";
+const TOKEN: &str = "metrics-token-0123456789";
+
+struct Box_ {
+    app: Router,
+    dir: tempfile::TempDir,
+    cookie: Option<String>,
+}
+
+fn config(dir: &std::path::Path) -> Config {
+    let mut c = Config {
+        outputs: vec![
+            OutputConfig {
+                url: format!("srt://192.0.2.1:9000?passphrase={PASSPHRASE}&pbkeylen=32"),
+                name: Some("studio".into()),
+            },
+            OutputConfig { url: format!("rtmp://live.example/app/{KEY}"), name: Some("platform".into()) },
+        ],
+        ..Config::default()
+    };
+    c.gpio.backend = "sim".into();
+    c.web.metrics_token = TOKEN.into();
+    c.web.setup_code_file = dir.join("setup.txt").display().to_string();
+    c
+}
+
+async fn start() -> Box_ {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("telebridge.toml");
+    let file = config(dir.path());
+    telebridge_config::save_atomic(&path, &file).unwrap();
+    let valid = file.validate().unwrap();
+    let (handle, _task) = daemon::start(DaemonOptions { config: valid }, std::future::pending()).unwrap();
+    let identity: Overrides = Arc::new(|c| c);
+    let store = Arc::new(ConfigStore::new(Some(path), file, identity, handle.commands.clone()));
+    let state = AppState::new(handle, store);
+    Box_ { app: router(state), dir, cookie: None }
+}
+
+impl Box_ {
+    async fn call(
+        &mut self,
+        method: &str,
+        uri: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, String) {
+        let mut req = Request::builder().method(method).uri(uri).header(header::HOST, "box.local");
+        if let Some(c) = &self.cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let body = match body {
+            Some(b) => {
+                req = req.header(header::CONTENT_TYPE, "application/json");
+                Body::from(b.to_string())
+            }
+            None => Body::empty(),
+        };
+        let mut req = req.body(body).unwrap();
+        req.extensions_mut().insert(ConnectInfo::<SocketAddr>("192.0.2.50:40000".parse().unwrap()));
+        let resp = self.app.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        if let Some(c) = resp.headers().get(header::SET_COOKIE) {
+            let c = c.to_str().unwrap();
+            assert!(c.contains("HttpOnly") && c.contains("SameSite=Strict"), "{c}");
+            self.cookie = Some(c.split(';').next().unwrap().to_string());
+        }
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&bytes).to_string())
+    }
+
+    /// A write as the panel sends it: same origin.
+    async fn write(&mut self, method: &str, uri: &str, body: Value) -> (StatusCode, String) {
+        self.call(method, uri, Some(body), &[("origin", ORIGIN)]).await
+    }
+
+    fn setup_code(&self) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join("setup.txt")).unwrap();
+        text.trim().rsplit(' ').next().unwrap().to_string()
+    }
+
+    async fn set_up(&mut self) {
+        let code = self.setup_code();
+        let (s, b) = self.write("POST", "/api/setup", json!({"code": code, "password": "correct horse"})).await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_start_answers_only_setup_until_the_code_and_a_password_are_given() {
+    let mut b = start().await;
+    let (s, body) = b.call("GET", "/api/setup", None, &[]).await;
+    assert_eq!((s, body.contains("\"needed\":true")), (StatusCode::OK, true), "{body}");
+    for uri in ["/api/status", "/api/config", "/api/stats.csv"] {
+        let (s, body) = b.call("GET", uri, None, &[]).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{uri}: {body}");
+        assert!(body.contains("setup required"), "{body}");
+    }
+    let (s, _) = b.write("POST", "/api/session", json!({"password": "anything"})).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let (s, body) = b.write("POST", "/api/setup", json!({"code": "0000-0000", "password": "correct horse"})).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("wrong setup code"));
+    let code = b.setup_code();
+    let (s, body) = b.write("POST", "/api/setup", json!({"code": code, "password": "short"})).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("password: 5 characters; it must have at least 8"), "{body}");
+    b.set_up().await;
+    // The hash, never the password, is in the saved file; setup is closed.
+    let saved = std::fs::read_to_string(b.dir.path().join("telebridge.toml")).unwrap();
+    assert!(saved.contains("password_hash = \"$argon2id$") && !saved.contains("correct horse"), "{saved}");
+    let (s, _) = b.write("POST", "/api/setup", json!({"code": code, "password": "another one"})).await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    let (s, _) = b.call("GET", "/api/status", None, &[]).await;
+    assert_eq!(s, StatusCode::OK, "the setup session works");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_logout_csrf_and_the_sixth_wrong_password() {
+    let mut b = start().await;
+    b.set_up().await;
+    b.cookie = None;
+    // Unauthenticated: reads and writes get 401.
+    assert_eq!(b.call("GET", "/api/status", None, &[]).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(b.write("POST", "/api/live", json!({"live": true})).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(b.write("PUT", "/api/config", json!({})).await.0, StatusCode::UNAUTHORIZED);
+    // A foreign Origin, or none without the header: 403, before any password check.
+    let (s, body) = b
+        .call("POST", "/api/session", Some(json!({"password": "correct horse"})), &[("origin", "http://evil.example")])
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("evil.example"));
+    assert_eq!(
+        b.call("POST", "/api/session", Some(json!({"password": "correct horse"})), &[]).await.0,
+        StatusCode::FORBIDDEN
+    );
+    // Five wrong passwords: 401 each; the sixth attempt, even the right one, 429.
+    for _ in 0..5 {
+        assert_eq!(b.write("POST", "/api/session", json!({"password": "wrong"})).await.0, StatusCode::UNAUTHORIZED);
+    }
+    let (s, body) = b.write("POST", "/api/session", json!({"password": "correct horse"})).await;
+    assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert!(body.contains("too many wrong attempts"), "{body}");
+    assert!(b.cookie.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_reads_writes_and_ends() {
+    let mut b = start().await;
+    b.set_up().await;
+    b.cookie = None;
+    let (s, _) =
+        b.call("POST", "/api/session", Some(json!({"password": "correct horse"})), &[(CSRF_HEADER, "1")]).await;
+    assert_eq!(s, StatusCode::OK, "a script with the CSRF header and no Origin may log in");
+    let (s, body) = b.call("GET", "/api/status", None, &[]).await;
+    assert_eq!(s, StatusCode::OK);
+    let st: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(st["machine"]["state"], "ready");
+    assert_eq!(st["led_patterns"][0], "on");
+    let (s, _) = b.write("DELETE", "/api/session", json!({})).await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    // The browser dropped the cookie; an old copy is no longer valid either.
+    let old = b.cookie.replace("telebridge_session=".into());
+    assert!(old.is_some());
+    assert_eq!(b.call("GET", "/api/status", None, &[]).await.0, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_never_come_back_and_a_put_keeps_them() {
+    let mut b = start().await;
+    b.set_up().await;
+    let (s, body) = b.call("GET", "/api/config", None, &[]).await;
+    assert_eq!(s, StatusCode::OK);
+    for secret in [PASSPHRASE, KEY, TOKEN, "argon2"] {
+        assert!(!body.contains(secret), "{secret} came back: {body}");
+    }
+    let (_, status) = b.call("GET", "/api/status", None, &[]).await;
+    assert!(!status.contains(KEY) && !status.contains(PASSPHRASE));
+    // Change the bitrate, send everything else back as shown: saved, secrets intact.
+    let mut c: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(c["outputs"][1]["url"], "rtmp://live.example/app/****");
+    c["video"]["bitrate_kbps"] = json!(6000);
+    let (s, resp) = b.write("PUT", "/api/config", c).await;
+    assert_eq!(s, StatusCode::OK, "{resp}");
+    assert!(!resp.contains(KEY));
+    let saved = std::fs::read_to_string(b.dir.path().join("telebridge.toml")).unwrap();
+    assert!(saved.contains("bitrate_kbps = 6000"), "{saved}");
+    assert!(saved.contains(KEY) && saved.contains(PASSPHRASE) && saved.contains(TOKEN), "secrets lost: {saved}");
+    assert!(saved.contains("$argon2id$"), "the password hash was lost");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_with_three_bad_fields_gets_three_messages_and_changes_nothing() {
+    let mut b = start().await;
+    b.set_up().await;
+    let before = std::fs::read_to_string(b.dir.path().join("telebridge.toml")).unwrap();
+    let (_, body) = b.call("GET", "/api/config", None, &[]).await;
+    let mut c: Value = serde_json::from_str(&body).unwrap();
+    c["video"]["fps"] = json!(500);
+    c["video"]["bitrate_kbps"] = json!(1);
+    c["outputs"][0]["url"] = json!("srt://192.0.2.1:9000?latency=99999");
+    let (s, resp) = b.write("PUT", "/api/config", c).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{resp}");
+    let r: Value = serde_json::from_str(&resp).unwrap();
+    let errors = r["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 3, "{resp}");
+    let fields: Vec<&str> = errors.iter().map(|e| e["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["video.fps", "video.bitrate_kbps", "outputs[0].url"]);
+    assert!(errors[0]["message"].as_str().unwrap().contains("500 is out of range 9-60"), "{resp}");
+    assert_eq!(std::fs::read_to_string(b.dir.path().join("telebridge.toml")).unwrap(), before);
+    // An unknown field is refused by name.
+    let (s, resp) = b.write("PUT", "/api/config", json!({"video": {"bitrate": 3000}})).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(resp.contains("unknown field `bitrate`"), "{resp}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_events_history_and_metrics() {
+    let mut b = start().await;
+    b.set_up().await;
+    let (s, body) = b.write("POST", "/api/live", json!({"on": true})).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (s, _) = b.write("POST", "/api/live", json!({"live": false})).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    // Events: the first is the state.
+    let mut req = Request::builder().uri("/api/events").header(header::COOKIE, b.cookie.clone().unwrap());
+    req = req.header(header::HOST, "box.local");
+    let resp = b.app.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()[header::CONTENT_TYPE], "text/event-stream");
+    let mut body = resp.into_body();
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame()).await.unwrap().unwrap().unwrap();
+    let text = String::from_utf8_lossy(frame.data_ref().unwrap()).to_string();
+    assert!(text.starts_with("event: state\ndata: {"), "{text}");
+    assert!(text.contains("\"state\":\"ready\""), "{text}");
+    // History: a row a second.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let (s, csv) = b.call("GET", "/api/stats.csv?minutes=5", None, &[]).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(csv.starts_with("unix_time,state,rtt_ms,"), "{csv}");
+    assert!(csv.lines().count() >= 2, "{csv}");
+    // Metrics: the session, or the bearer token; nothing without.
+    let saved_cookie = b.cookie.take();
+    assert_eq!(b.call("GET", "/metrics", None, &[]).await.0, StatusCode::UNAUTHORIZED);
+    let (s, _) = b.call("GET", "/metrics", None, &[("authorization", "Bearer wrong-token-0000000")]).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let bearer = format!("Bearer {TOKEN}");
+    let (s, text) = b.call("GET", "/metrics", None, &[("authorization", &bearer)]).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(text.contains("telebridge_state{state=\"ready\"} 1"), "{text}");
+    assert!(text.contains("# TYPE telebridge_uptime_seconds counter"), "{text}");
+    b.cookie = saved_cookie;
+    assert_eq!(b.call("GET", "/metrics", None, &[]).await.0, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulated_gpio_shows_leds_and_presses_the_button() {
+    let mut b = start().await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (s, body) = b.call("GET", "/api/sim/gpio", None, &[]).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let g: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(g["leds"]["power"], true, "{body}");
+    assert_eq!(g["patterns"]["link"], "off");
+    let (s, body) = b.write("POST", "/api/sim/button", json!({"hold_ms": 5})).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+}
