@@ -58,6 +58,24 @@ fn button_goes_live_a_lost_receiver_degrades_and_a_long_hold_stops() {
     assert!(lit.is_some(), "live LED dark: {}", get_json(http_port, "/api/sim/gpio"));
     assert_eq!(get_json(http_port, "/api/sim/gpio")["patterns"]["link"], "on");
 
+    // Prometheus while live: the output's SRT counters rise.
+    let sent = || {
+        let (code, text) = http("GET", http_port, "/metrics", None);
+        assert_eq!(code, 200, "{text}");
+        text.lines()
+            .find(|l| l.starts_with("telebridge_srt_packets_sent_total{"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let first = sent();
+    std::thread::sleep(Duration::from_millis(2500));
+    let second = sent();
+    assert!(first > 0.0 && second > first, "packets sent did not rise: {first} then {second}");
+    let (_, text) = http("GET", http_port, "/metrics", None);
+    assert!(text.contains("telebridge_state{state=\"live\"} 1"), "{text}");
+    assert!(text.contains("telebridge_output_up{output=\"srt://127.0.0.1:"), "{text}");
+
     // The receiver dies: degraded, the link LED double-blinks (retrying), still on air.
     drop(slt);
     let degraded = wait_for(Duration::from_secs(10), || state(http_port) == "degraded");

@@ -17,7 +17,7 @@ use axum::extract::{Query, Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -89,7 +89,11 @@ impl AppState {
 /// The API's routes.
 pub fn router(state: AppState) -> Router {
     let open = Router::new()
-        .route("/", get(index))
+        .route("/", get(panel_file))
+        .route("/app.js", get(panel_file))
+        .route("/app.css", get(panel_file))
+        .route("/vendor/uPlot.iife.min.js", get(panel_file))
+        .route("/vendor/uPlot.min.css", get(panel_file))
         .route("/healthz", get(healthz))
         .route("/api/setup", get(setup_status).post(setup))
         .route("/api/session", post(login).delete(logout))
@@ -180,17 +184,38 @@ fn session_cookie(token: &str) -> String {
     format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", auth::SESSION_TTL.as_secs())
 }
 
-async fn index(State(s): State<AppState>) -> Html<String> {
-    let st = s.daemon.status.borrow().clone();
-    let name = html_escape(&st.name);
-    Html(format!(
-        "<!doctype html><meta charset=utf-8><meta name=viewport content=\"width=device-width\">\
-         <title>{name}</title><h1>{name}</h1><p>API: /api/status (log in with POST /api/session)</p>"
-    ))
+/// The panel's files, embedded at build time (web-ui/, under 300 KB with uPlot).
+const PANEL: &[(&str, &str, &str)] = &[
+    ("/", "text/html; charset=utf-8", include_str!("../../../web-ui/index.html")),
+    ("/app.js", "text/javascript; charset=utf-8", include_str!("../../../web-ui/app.js")),
+    ("/app.css", "text/css; charset=utf-8", include_str!("../../../web-ui/app.css")),
+    (
+        "/vendor/uPlot.iife.min.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../web-ui/vendor/uPlot.iife.min.js"),
+    ),
+    ("/vendor/uPlot.min.css", "text/css; charset=utf-8", include_str!("../../../web-ui/vendor/uPlot.min.css")),
+];
+
+async fn panel_file(uri: axum::http::Uri) -> Response {
+    match PANEL.iter().find(|(p, _, _)| *p == uri.path()) {
+        Some((_, kind, body)) => (
+            [
+                (header::CONTENT_TYPE, *kind),
+                (header::CACHE_CONTROL, "no-cache"),
+                (header::CONTENT_SECURITY_POLICY, "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            *body,
+        )
+            .into_response(),
+        None => error(StatusCode::NOT_FOUND, "not found"),
+    }
 }
 
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+/// The panel's total size, bytes.
+pub fn panel_size() -> usize {
+    PANEL.iter().map(|(_, _, b)| b.len()).sum()
 }
 
 async fn healthz(State(s): State<AppState>) -> Response {

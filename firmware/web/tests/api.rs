@@ -290,3 +290,21 @@ async fn the_simulated_gpio_shows_leds_and_presses_the_button() {
     let (s, body) = b.write("POST", "/api/sim/button", json!({"hold_ms": 5})).await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_panel_is_served_small_and_self_contained() {
+    let mut b = start().await;
+    let (s, html) = b.call("GET", "/", None, &[]).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(html.contains("<script src=\"/app.js\"></script>"));
+    for (path, _) in
+        [("/app.js", ()), ("/app.css", ()), ("/vendor/uPlot.iife.min.js", ()), ("/vendor/uPlot.min.css", ())]
+    {
+        assert_eq!(b.call("GET", path, None, &[]).await.0, StatusCode::OK, "{path}");
+    }
+    // Nothing from the internet, and well under 300 KB in all.
+    assert!(!html.contains("http://") && !html.contains("https://"), "{html}");
+    let size = telebridge_web::panel_size();
+    eprintln!("panel: {size} bytes");
+    assert!(size < 300_000, "{size} bytes");
+}

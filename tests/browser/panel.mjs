@@ -1,0 +1,136 @@
+// The panel in a real browser (Debian's Chromium through playwright-core): first-run setup with
+// the setup code, log in, change the bitrate and save, see a validation message next to its
+// field, go live, watch the link graph gain points; on a desktop and on a 375 px phone.
+// Screenshots go to $ARTIFACTS (default target/browser-artifacts).
+//
+//   TELEBRIDGE=target/debug/telebridge node tests/browser/panel.mjs
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const bin = resolve(process.env.TELEBRIDGE || 'target/debug/telebridge');
+const artifacts = resolve(process.env.ARTIFACTS || 'target/browser-artifacts');
+mkdirSync(artifacts, { recursive: true });
+const dir = mkdtempSync(join(tmpdir(), 'tb-panel-'));
+const children = [];
+let failed = false;
+
+function check(cond, what) {
+  if (!cond) throw new Error(`failed: ${what}`);
+  console.log(`ok: ${what}`);
+}
+
+const freePort = () => new Promise((res) => {
+  const s = createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
+});
+
+function run(cmd, args, name) {
+  const out = join(dir, `${name}.log`);
+  const c = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  c.stdout.on('data', (d) => { log += d; });
+  c.stderr.on('data', (d) => { log += d; writeFileSync(out, log); });
+  children.push(c);
+  return { child: c, log: () => log };
+}
+
+async function waitFor(what, fn, ms = 15000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try { if (await fn()) return; } catch (_) { /* not yet */ }
+    if (Date.now() > end) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const httpPort = await freePort();
+const srtPort = await freePort();
+const config = join(dir, 'telebridge.toml');
+writeFileSync(config, `[video]\nwidth = 640\nheight = 360\nbitrate_kbps = 1500\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n[[outputs]]\nurl = "srt://127.0.0.1:${srtPort}"\nname = "studio"\n`);
+// The studio: srt-live-transmit listening, the stream thrown away.
+children.push(spawn('srt-live-transmit', ['-q', `srt://:${srtPort}?mode=listener`, 'file://con'], { stdio: 'ignore' }));
+const box = run(bin, ['run', '--sim', '--http', `127.0.0.1:${httpPort}`, '--config', config], 'box');
+const base = `http://127.0.0.1:${httpPort}`;
+await waitFor('the box answers', async () => (await fetch(`${base}/healthz`)).ok);
+await waitFor('the setup code file', () => existsSync(join(dir, 'setup.txt')));
+const code = readFileSync(join(dir, 'setup.txt'), 'utf8').trim().split(' ').pop();
+
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+try {
+  for (const [label, viewport] of [['desktop', { width: 1280, height: 900 }], ['phone', { width: 375, height: 740 }]]) {
+    const ctx = await browser.newContext({ viewport });
+    const page = await ctx.newPage();
+    const shot = (name) => page.screenshot({ path: join(artifacts, `${label}-${name}.png`), fullPage: true });
+    await page.goto(base);
+    if (label === 'desktop') {
+      await page.waitForSelector('#page-setup:not([hidden])');
+      await shot('1-setup');
+      await page.fill('#setup-form [name=code]', '0000-0000');
+      await page.fill('#setup-form [name=password]', 'panel password');
+      await page.click('#setup-form button');
+      await page.waitForSelector('[data-field=setup]:text("wrong setup code")');
+      check(true, `${label}: a wrong setup code is refused in words`);
+      await page.fill('#setup-form [name=code]', code);
+      await page.click('#setup-form button');
+    } else {
+      await page.waitForSelector('#page-login:not([hidden])');
+      await shot('1-login');
+      await page.fill('#login-form [name=password]', 'wrong password');
+      await page.click('#login-form button');
+      await page.waitForSelector('[data-field=login]:text("wrong password")');
+      await page.fill('#login-form [name=password]', 'panel password');
+      await page.click('#login-form button');
+    }
+    await page.waitForSelector('#page-status:not([hidden])');
+    check(true, `${label}: ${label === 'desktop' ? 'setup with the code' : 'login'} opens the status page`);
+    await shot('2-status');
+
+    // Settings: a bad value gets its message next to its field; a good one saves.
+    await page.click('nav a[data-page=settings]');
+    await page.waitForSelector('[data-path="video.bitrate_kbps"]');
+    await page.fill('[data-path="video.fps"]', '500');
+    await page.click('#settings-form button[type=submit]');
+    const fpsError = page.locator('.error[data-field="video.fps"]');
+    await fpsError.waitFor();
+    check((await fpsError.textContent()).includes('500 is out of range 9-60'), `${label}: the fps message sits next to the fps field`);
+    await shot('3-validation');
+    await page.fill('[data-path="video.fps"]', '30');
+    const bitrate = label === 'desktop' ? '2500' : '2000';
+    await page.fill('[data-path="video.bitrate_kbps"]', bitrate);
+    await page.click('#settings-form button[type=submit]');
+    await page.waitForSelector('#settings-saved:not([hidden])');
+    check(readFileSync(config, 'utf8').includes(`bitrate_kbps = ${bitrate}`), `${label}: the bitrate is saved to the file`);
+    await shot('4-saved');
+
+    // Go live (desktop) or see it live (phone), then stop and start again on the phone.
+    await page.click('nav a[data-page=status]');
+    if (label === 'desktop') await page.click('#live-button');
+    await page.waitForSelector('#state-word:text-is("Live")', { timeout: 20000 });
+    check(true, `${label}: the box is live`);
+    await shot('5-live');
+
+    // The link graph gains points.
+    await page.click('nav a[data-page=link]');
+    await page.waitForSelector('#charts .uplot');
+    const points = async () => Number(await page.getAttribute('#charts', 'data-points'));
+    const before = await points();
+    await page.waitForFunction((n) => Number(document.querySelector('#charts').dataset.points) >= n + 2, before, { timeout: 10000 });
+    check(true, `${label}: the link graph gained points (${before} -> ${await points()})`);
+    await shot('6-link');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(overflow <= 0, `${label}: nothing wider than the screen (${overflow} px over)`);
+    await ctx.close();
+  }
+} catch (e) {
+  failed = true;
+  console.error(e.message);
+  console.error(`box log:\n${box.log().slice(-3000)}`);
+} finally {
+  await browser.close();
+  for (const c of children) c.kill('SIGTERM');
+}
+console.log(`screenshots: ${artifacts}`);
+process.exit(failed ? 1 : 0);

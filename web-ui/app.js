@@ -1,0 +1,363 @@
+// Telebridge panel: no framework, no network beyond this box. uPlot draws the graphs.
+'use strict';
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
+
+async function api(method, path, body) {
+  const opts = { method, headers: { 'x-telebridge-csrf': '1' }, credentials: 'same-origin' };
+  if (body !== undefined) {
+    opts.headers['content-type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  let data = null;
+  try { data = await r.json(); } catch (_) { /* empty body */ }
+  return { status: r.status, data };
+}
+
+// ---------- pages ----------
+let current = null;
+function show(page) {
+  $$('.page').forEach((p) => { p.hidden = p.id !== `page-${page}`; });
+  $$('#nav a').forEach((a) => a.classList.toggle('on', a.dataset.page === page));
+  current = page;
+  if (page === 'settings') loadSettings();
+  if (page === 'link') loadHistory();
+}
+
+window.addEventListener('hashchange', () => {
+  const page = location.hash.slice(1) || 'status';
+  if (!$('#nav').hidden) show(page);
+});
+
+async function boot() {
+  const setup = await api('GET', '/api/setup');
+  if (setup.data && setup.data.needed) { show('setup'); return; }
+  const st = await api('GET', '/api/status');
+  if (st.status === 401) { show('login'); return; }
+  enter(st.data);
+}
+
+function enter(status) {
+  $('#nav').hidden = false;
+  if (status) renderStatus(status);
+  show(location.hash.slice(1) || 'status');
+  startEvents();
+}
+
+$('#setup-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target);
+  const r = await api('POST', '/api/setup', { code: f.get('code'), password: f.get('password') });
+  if (r.status === 200) { enter(); return; }
+  $('[data-field=setup]').textContent = (r.data && r.data.error) || `setup failed (${r.status})`;
+});
+
+$('#login-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target);
+  const r = await api('POST', '/api/session', { password: f.get('password') });
+  if (r.status === 200) { enter(); return; }
+  $('[data-field=login]').textContent = (r.data && r.data.error) || `login failed (${r.status})`;
+});
+
+$('#logout').addEventListener('click', async () => {
+  await api('DELETE', '/api/session');
+  location.hash = '';
+  location.reload();
+});
+
+// ---------- status ----------
+const WORDS = { booting: 'Starting', ready: 'Ready', going_live: 'Going live', live: 'Live', degraded: 'Live, degraded', error: 'Needs attention' };
+const LED_NAMES = ['power', 'link', 'live', 'error'];
+const LED_COLOURS = ['#2563eb', '#16a34a', '#dc2626', '#f59e0b'];
+let lastStatus = null;
+
+function renderStatus(s) {
+  lastStatus = s;
+  $('#box-name').textContent = s.name;
+  const state = s.machine.state;
+  $('#state-card').className = `card s-${state}`;
+  $('#state-word').textContent = WORDS[state] || state;
+  $('#state-reason').textContent = s.machine.reason || '';
+  const running = ['going_live', 'live', 'degraded'].includes(state);
+  const b = $('#live-button');
+  b.textContent = running ? 'Stop' : 'Go live';
+  b.className = `big ${running ? 'stop' : 'go'}`;
+  renderLeds(s.led_patterns);
+  const m = s.media || {};
+  const list = $('#outputs-list');
+  list.textContent = '';
+  const links = m.outputs || (m.input ? [{ name: m.input.url, state: m.input.state, reason: m.input.reason }] : []);
+  if (!links.length) list.innerHTML = '<li>Not running.</li>';
+  for (const o of links) {
+    const li = document.createElement('li');
+    const badge = document.createElement('span');
+    badge.className = `badge b-${o.state}`;
+    badge.textContent = o.state;
+    li.append(badge, ` ${o.name}`);
+    if (o.reason) li.append(` — ${o.reason}`);
+    list.append(li);
+  }
+  if (m.encoder) {
+    $('#input-format').textContent = `${m.encoder.element}: ${m.encoder.fps.toFixed(1)} fps, ${Math.round(m.encoder.bitrate_kbps)} kbit/s`;
+  } else if (m.decoder) {
+    $('#input-format').textContent = `${m.decoder.width}x${m.decoder.height}, ${m.decoder.fps.toFixed(1)} fps (${m.decoder.element})`;
+  } else {
+    $('#input-format').textContent = `${s.role}, not running`;
+  }
+}
+
+function renderLeds(patterns) {
+  const box = $('#leds');
+  box.textContent = '';
+  patterns.forEach((p, i) => {
+    const d = document.createElement('span');
+    d.className = `led ${p}`;
+    d.style.setProperty('--c', LED_COLOURS[i]);
+    d.title = p.replace('_', ' ');
+    d.innerHTML = '<i></i>';
+    d.append(LED_NAMES[i]);
+    box.append(d);
+  });
+}
+
+$('#live-button').addEventListener('click', async () => {
+  const running = lastStatus && ['going_live', 'live', 'degraded'].includes(lastStatus.machine.state);
+  await api('POST', '/api/live', { live: !running });
+  const st = await api('GET', '/api/status');
+  if (st.status === 200) renderStatus(st.data);
+});
+
+// ---------- live events ----------
+let events = null;
+function startEvents() {
+  if (events) return;
+  events = new EventSource('/api/events');
+  events.addEventListener('state', async () => {
+    const st = await api('GET', '/api/status');
+    if (st.status === 200) renderStatus(st.data);
+  });
+  events.addEventListener('sample', (e) => {
+    const d = JSON.parse(e.data);
+    if (lastStatus) {
+      lastStatus.media = d.media;
+      lastStatus.led_patterns = d.leds;
+      renderStatus(lastStatus);
+    }
+    appendSample(d);
+  });
+}
+
+// ---------- settings ----------
+const FIELDS = [
+  ['name', 'Box name', 'Shown on the slate and in this panel. Letters, digits, - and _.'],
+  ['role', 'Role', 'Encoder sends a picture; decoder receives one and shows it on HDMI.', ['encoder', 'decoder']],
+  ['start_live', 'Go live at power-on', 'Start sending as soon as the box has booted.', 'bool'],
+  ['video.source', 'Video source', 'test, v4l2:/dev/video0 (HDMI bridge or USB capture) or libcamera.'],
+  ['video.width', 'Width', 'Pixels, even, 160-1920.', 'number'],
+  ['video.height', 'Height', 'Pixels, even, 120-1080.', 'number'],
+  ['video.fps', 'Frames per second', '9-60.', 'number'],
+  ['video.bitrate_kbps', 'Video bitrate (kbit/s)', '100-50000. Keep it under what the link carries; 4000 suits 720p30.', 'number'],
+  ['video.keyframe_ms', 'Keyframe interval (ms)', '100-10000. Shorter recovers faster after loss, costs bitrate.', 'number'],
+  ['video.encoder', 'Encoder', 'auto picks the hardware encoder where the Pi has one.', ['auto', 'v4l2h264enc', 'x264enc', 'openh264enc']],
+  ['video.x264_preset', 'x264 preset', 'Faster presets use less CPU; slower look better.', ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium']],
+  ['audio.source', 'Audio source', 'test (a tone) or alsa:DEVICE.'],
+  ['audio.codec', 'Audio codec', 'aac, or none for no sound.', ['aac', 'none']],
+  ['audio.bitrate_kbps', 'Audio bitrate (kbit/s)', '32-320.', 'number'],
+  ['decoder.input', 'Decoder input', 'srt://:9000?mode=listener&latency=200 to wait for a caller.'],
+  ['decoder.sink', 'Decoder output', 'auto, kms (HDMI), window, fake or file:PATH.'],
+  ['web.metrics_token', 'Metrics token', 'A bearer token for /metrics, 16+ characters; empty for none. Shown as **** once set.'],
+];
+let loadedConfig = null;
+
+const get = (obj, path) => path.split('.').reduce((o, k) => (o == null ? undefined : o[k]), obj);
+function set(obj, path, v) {
+  const ks = path.split('.');
+  const last = ks.pop();
+  ks.reduce((o, k) => o[k], obj)[last] = v;
+}
+
+function field(path, label, hint, kind, value) {
+  const l = document.createElement('label');
+  l.textContent = label;
+  let input;
+  if (Array.isArray(kind)) {
+    input = document.createElement('select');
+    for (const o of kind) input.append(new Option(o, o));
+  } else {
+    input = document.createElement('input');
+    input.type = kind === 'number' ? 'number' : kind === 'bool' ? 'checkbox' : 'text';
+  }
+  input.dataset.path = path;
+  input.name = path;
+  if (kind === 'bool') input.checked = !!value; else input.value = value == null ? '' : value;
+  const h = document.createElement('small');
+  h.className = 'hint';
+  h.textContent = hint;
+  const err = document.createElement('p');
+  err.className = 'error';
+  err.dataset.field = path;
+  l.append(input, h, err);
+  return l;
+}
+
+async function loadSettings() {
+  const r = await api('GET', '/api/config');
+  if (r.status !== 200) return;
+  loadedConfig = r.data;
+  const box = $('#settings-fields');
+  box.textContent = '';
+  let group = null;
+  for (const [path, label, hint, kind] of FIELDS) {
+    const section = path.includes('.') ? path.split('.')[0] : 'box';
+    if (!group || group.dataset.section !== section) {
+      group = document.createElement('fieldset');
+      group.dataset.section = section;
+      const lg = document.createElement('legend');
+      lg.textContent = { box: 'Box', video: 'Video', audio: 'Audio', decoder: 'Decoder', web: 'Panel' }[section];
+      group.append(lg);
+      box.append(group);
+    }
+    group.append(field(path, label, hint, kind, get(loadedConfig, path)));
+  }
+  renderOutputs(loadedConfig.outputs);
+  $('#settings-saved').hidden = true;
+}
+
+function renderOutputs(outputs) {
+  const box = $('#outputs-edit');
+  box.textContent = '';
+  outputs.forEach((o, i) => {
+    const row = document.createElement('div');
+    row.className = 'output-row';
+    row.append(
+      field(`outputs[${i}].url`, `Output ${i + 1} URL`, 'srt://HOST:PORT, srt://:PORT?mode=listener, rtmp(s)://HOST/APP/KEY or file:/DIR/NAME.ts. Secrets show as ****; leave them to keep them.', 'text', o.url),
+      field(`outputs[${i}].name`, 'Name (optional)', 'Shown in the status and the logs.', 'text', o.name || ''),
+    );
+    const rm = document.createElement('button');
+    rm.type = 'button';
+    rm.textContent = 'Remove';
+    rm.addEventListener('click', () => { collectOutputs(); loadedConfig.outputs.splice(i, 1); renderOutputs(loadedConfig.outputs); });
+    row.append(rm);
+    box.append(row);
+  });
+}
+
+function collectOutputs() {
+  loadedConfig.outputs = loadedConfig.outputs.map((o, i) => {
+    const url = $(`[data-path="outputs[${i}].url"]`).value.trim();
+    const name = $(`[data-path="outputs[${i}].name"]`).value.trim();
+    return name ? { url, name } : { url };
+  });
+}
+
+$('#add-output').addEventListener('click', () => {
+  collectOutputs();
+  loadedConfig.outputs.push({ url: 'srt://:9000?mode=listener' });
+  renderOutputs(loadedConfig.outputs);
+});
+
+$('#settings-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const c = JSON.parse(JSON.stringify(loadedConfig));
+  for (const [path, , , kind] of FIELDS) {
+    const input = $(`[data-path="${path}"]`);
+    set(c, path, kind === 'number' ? Number(input.value) : kind === 'bool' ? input.checked : input.value);
+  }
+  collectOutputs();
+  c.outputs = loadedConfig.outputs;
+  $$('#page-settings .error').forEach((p) => { p.textContent = ''; });
+  $$('#page-settings input.bad').forEach((i) => i.classList.remove('bad'));
+  const r = await api('PUT', '/api/config', c);
+  if (r.status === 200) {
+    loadedConfig = r.data.config;
+    $('#settings-saved').hidden = false;
+    return;
+  }
+  $('#settings-saved').hidden = true;
+  for (const err of (r.data && r.data.errors) || [{ field: '', message: (r.data && r.data.error) || `not saved (${r.status})` }]) {
+    const p = $(`#page-settings .error[data-field="${err.field}"]`) || $('#page-settings .error[data-field=""]');
+    p.textContent = err.message;
+    const input = $(`[data-path="${err.field}"]`);
+    if (input) { input.classList.add('bad'); input.scrollIntoView({ block: 'center' }); }
+  }
+});
+
+// ---------- link graphs ----------
+const CHARTS = [
+  ['Round-trip time', 'ms', [['RTT', '#2563eb', 'rtt_ms']]],
+  ['Rate', 'Mbit/s', [['send', '#16a34a', 'send_mbps'], ['receive', '#9333ea', 'receive_mbps']]],
+  ['Packets per second', 'packets', [['lost', '#f59e0b', 'lost'], ['retransmitted', '#2563eb', 'retransmitted'], ['dropped', '#dc2626', 'dropped']]],
+  ['SRT buffer', 'ms', [['latency', '#6b7280', 'buffer_ms']]],
+];
+let minutes = 5;
+let series = null; // { t: [], [key]: [] }
+let plots = [];
+let prevTotals = null;
+
+function chartWidth() { return Math.max(280, $('#page-link').clientWidth - 16); }
+
+function draw() {
+  const box = $('#charts');
+  box.textContent = '';
+  plots = CHARTS.map(([title, unit, lines]) => {
+    const div = document.createElement('div');
+    div.className = 'chart';
+    box.append(div);
+    const opts = {
+      title, width: chartWidth(), height: 180,
+      series: [{}, ...lines.map(([label, stroke]) => ({ label, stroke, width: 2 }))],
+      axes: [{}, { label: unit }],
+    };
+    return new uPlot(opts, [series.t, ...lines.map((l) => series[l[2]])], div);
+  });
+}
+
+function redraw() {
+  plots.forEach((p, i) => p.setData([series.t, ...CHARTS[i][2].map((l) => series[l[2]])]));
+}
+
+async function loadHistory() {
+  const r = await fetch(`/api/stats.csv?minutes=${minutes}`, { credentials: 'same-origin' });
+  if (r.status !== 200) return;
+  const rows = (await r.text()).trim().split('\n').slice(1).map((l) => l.split(','));
+  series = { t: [], rtt_ms: [], send_mbps: [], receive_mbps: [], lost: [], retransmitted: [], dropped: [], buffer_ms: [] };
+  for (const c of rows) {
+    series.t.push(+c[0]); series.rtt_ms.push(+c[2]); series.send_mbps.push(+c[3]); series.receive_mbps.push(+c[4]);
+    series.lost.push(+c[5]); series.retransmitted.push(+c[6]); series.dropped.push(+c[7]); series.buffer_ms.push(+c[8]);
+  }
+  draw();
+  $('#charts').dataset.points = series.t.length;
+}
+
+function appendSample(d) {
+  if (!series || current !== 'link') return;
+  const m = d.media || {};
+  const out = (m.outputs || []).find((o) => o.kind === 'srt');
+  const srt = out ? out.srt : m.input ? m.input.srt : null;
+  const totals = srt ? { lost: Math.max(srt.packets_lost, srt.packets_received_lost), retransmitted: srt.packets_retransmitted, dropped: srt.packets_dropped } : null;
+  const delta = (k) => (totals && prevTotals ? Math.max(0, totals[k] - prevTotals[k]) : 0);
+  series.t.push(Math.floor(Date.now() / 1000));
+  series.rtt_ms.push(srt ? srt.rtt_ms : 0);
+  series.send_mbps.push(srt ? srt.send_rate_mbps : 0);
+  series.receive_mbps.push(srt ? srt.receive_rate_mbps : 0);
+  series.lost.push(delta('lost')); series.retransmitted.push(delta('retransmitted')); series.dropped.push(delta('dropped'));
+  series.buffer_ms.push(srt ? srt.negotiated_latency_ms : 0);
+  prevTotals = totals;
+  const keep = minutes * 60;
+  if (series.t.length > keep) for (const k of Object.keys(series)) series[k].splice(0, series[k].length - keep);
+  redraw();
+  $('#charts').dataset.points = series.t.length;
+}
+
+$$('.range button').forEach((b) => b.addEventListener('click', () => {
+  minutes = +b.dataset.minutes;
+  $$('.range button').forEach((x) => x.classList.toggle('on', x === b));
+  $('#csv-link').href = `/api/stats.csv?minutes=${minutes}`;
+  loadHistory();
+}));
+window.addEventListener('resize', () => plots.forEach((p) => p.setSize({ width: chartWidth(), height: 180 })));
+
+boot();
