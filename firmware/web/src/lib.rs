@@ -4,6 +4,7 @@
 //! GPIO and presses its button (the simulated hardware needs no login, as a real button does not).
 
 pub mod auth;
+pub mod backup;
 pub mod history;
 pub mod metrics;
 
@@ -97,10 +98,13 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/api/setup", get(setup_status).post(setup))
         .route("/api/session", post(login).delete(logout))
-        .route("/metrics", get(metrics_handler));
+        .route("/metrics", get(metrics_handler))
+        .route("/api/openapi.json", get(openapi));
     let protected = Router::new()
         .route("/api/status", get(status))
         .route("/api/config", get(get_config).put(put_config))
+        .route("/api/config/backup", get(backup_config))
+        .route("/api/config/restore", post(restore_config))
         .route("/api/live", post(live))
         .route("/api/events", get(events))
         .route("/api/stats.csv", get(stats_csv))
@@ -211,6 +215,13 @@ async fn panel_file(uri: axum::http::Uri) -> Response {
             .into_response(),
         None => error(StatusCode::NOT_FOUND, "not found"),
     }
+}
+
+/// The OpenAPI document of this API.
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
 
 /// The panel's total size, bytes.
@@ -458,6 +469,73 @@ async fn stats_csv(State(s): State<AppState>, Query(q): Query<CsvQuery>) -> Resp
         s.history.csv(minutes),
     )
         .into_response()
+}
+
+/// The header that carries a backup's password (never a query string, which gets logged).
+pub const BACKUP_PASSWORD_HEADER: &str = "x-backup-password";
+
+#[derive(Deserialize)]
+struct BackupQuery {
+    secrets: Option<u8>,
+}
+
+/// `GET /api/config/backup`: the configuration as one TOML file, secrets as `****`; with
+/// `?secrets=1` everything, encrypted with the password in `X-Backup-Password`.
+async fn backup_config(State(s): State<AppState>, Query(q): Query<BackupQuery>, headers: HeaderMap) -> Response {
+    let password = headers.get(BACKUP_PASSWORD_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let with_secrets = q.secrets == Some(1);
+    if with_secrets && password.is_none() {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("a backup with secrets needs a password in {BACKUP_PASSWORD_HEADER}"),
+        );
+    }
+    let config = s.store.file();
+    let pw = if with_secrets { password } else { None };
+    let made = tokio::task::spawn_blocking(move || backup::export(&config, pw.as_deref())).await;
+    match made {
+        Ok(Ok(file)) => {
+            let name = if with_secrets { "telebridge-backup.tbk" } else { "telebridge-backup.toml" };
+            (
+                [
+                    (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+                    (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}\"")),
+                ],
+                file,
+            )
+                .into_response()
+        }
+        Ok(Err(e)) => error(StatusCode::UNPROCESSABLE_ENTITY, e),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// `POST /api/config/restore`: the body is a backup file (its password, when encrypted, in
+/// `X-Backup-Password`); it goes through the same validation as any change and restarts only
+/// what changed. Secrets left as `****` keep the box's own.
+async fn restore_config(State(s): State<AppState>, req: Request) -> Response {
+    let password = req.headers().get(BACKUP_PASSWORD_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let bytes = match axum::body::to_bytes(req.into_body(), 1 << 20).await {
+        Ok(b) => b,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    let read = tokio::task::spawn_blocking(move || backup::import(&text, password.as_deref())).await;
+    let restored = match read {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return error(StatusCode::UNPROCESSABLE_ENTITY, e),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    let running = s.store.file();
+    let mut new = restored.with_secrets_from(&running);
+    if new.web.password_hash.is_empty() {
+        // A backup of a box without a password must not remove this box's.
+        new.web.password_hash = running.web.password_hash.clone();
+    }
+    match s.store.replace(new).await {
+        Ok(_) => Json(json!({ "ok": true, "config": s.store.file().redacted() })).into_response(),
+        Err(e) => store_error(e),
+    }
 }
 
 /// Prometheus: a session or the read-only bearer token of `web.metrics_token`.

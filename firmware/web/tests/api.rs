@@ -308,3 +308,100 @@ async fn the_panel_is_served_small_and_self_contained() {
     eprintln!("panel: {size} bytes");
     assert!(size < 300_000, "{size} bytes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_and_restore_round_trip_with_and_without_secrets() {
+    let mut b = start().await;
+    b.set_up().await;
+    // Plain: no secrets in it; restoring it brings the bitrate back and keeps the secrets.
+    let (s, plain) = b.call("GET", "/api/config/backup", None, &[]).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(plain.contains("bitrate_kbps = 4000") && !plain.contains(KEY) && !plain.contains(PASSPHRASE), "{plain}");
+    let (_, body) = b.call("GET", "/api/config", None, &[]).await;
+    let mut c: Value = serde_json::from_str(&body).unwrap();
+    c["video"]["bitrate_kbps"] = json!(7000);
+    c["outputs"][1]["url"] = json!("rtmp://live.example/app/OTHERKEY");
+    assert_eq!(b.write("PUT", "/api/config", c).await.0, StatusCode::OK);
+    let restore = |b: &mut Box_, file: String, pw: Option<&'static str>| {
+        let mut headers = vec![("origin", ORIGIN)];
+        if let Some(p) = pw {
+            headers.push(("x-backup-password", p));
+        }
+        let req = Request::builder()
+            .method("POST")
+            .uri("/api/config/restore")
+            .header(header::HOST, "box.local")
+            .header(header::COOKIE, b.cookie.clone().unwrap());
+        let req = headers.iter().fold(req, |r, (k, v)| r.header(*k, *v)).body(Body::from(file)).unwrap();
+        let app = b.app.clone();
+        async move {
+            let resp = app.oneshot(req).await.unwrap();
+            let status = resp.status();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8_lossy(&body).to_string())
+        }
+    };
+    let (s, resp) = restore(&mut b, plain.clone(), None).await;
+    assert_eq!(s, StatusCode::OK, "{resp}");
+    let saved = std::fs::read_to_string(b.dir.path().join("telebridge.toml")).unwrap();
+    assert!(saved.contains("bitrate_kbps = 4000"), "{saved}");
+    assert!(saved.contains("OTHERKEY"), "a plain backup keeps the box's current key: {saved}");
+
+    // With secrets: encrypted with a password; the key comes back only with the right one.
+    let (s, body) = b.call("GET", "/api/config/backup?secrets=1", None, &[]).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (s, sealed) =
+        b.call("GET", "/api/config/backup?secrets=1", None, &[("x-backup-password", "backup pass 1")]).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(!sealed.contains("OTHERKEY") && sealed.starts_with("TELEBRIDGE-BACKUP-1"), "{sealed}");
+    let (_, body) = b.call("GET", "/api/config", None, &[]).await;
+    let mut c: Value = serde_json::from_str(&body).unwrap();
+    c["outputs"][1]["url"] = json!("rtmp://live.example/app/THIRDKEY");
+    assert_eq!(b.write("PUT", "/api/config", c).await.0, StatusCode::OK);
+    let (s, resp) = restore(&mut b, sealed.clone(), Some("wrong pass 12")).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(resp.contains("wrong backup password"), "{resp}");
+    let (s, resp) = restore(&mut b, sealed, Some("backup pass 1")).await;
+    assert_eq!(s, StatusCode::OK, "{resp}");
+    assert!(!resp.contains("OTHERKEY"));
+    let saved = std::fs::read_to_string(b.dir.path().join("telebridge.toml")).unwrap();
+    assert!(saved.contains("OTHERKEY") && !saved.contains("THIRDKEY"), "{saved}");
+    // Nonsense is refused and changes nothing.
+    let (s, resp) = restore(&mut b, "not a backup [".into(), None).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(resp.contains("not a Telebridge backup"), "{resp}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_names_every_endpoint() {
+    let mut b = start().await;
+    let (s, body) = b.call("GET", "/api/openapi.json", None, &[]).await;
+    assert_eq!(s, StatusCode::OK);
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["openapi"], "3.0.3");
+    let routes = [
+        ("/api/setup", "get"),
+        ("/api/setup", "post"),
+        ("/api/session", "post"),
+        ("/api/session", "delete"),
+        ("/api/status", "get"),
+        ("/api/config", "get"),
+        ("/api/config", "put"),
+        ("/api/config/backup", "get"),
+        ("/api/config/restore", "post"),
+        ("/api/live", "post"),
+        ("/api/events", "get"),
+        ("/api/stats.csv", "get"),
+        ("/metrics", "get"),
+        ("/healthz", "get"),
+        ("/api/sim/gpio", "get"),
+        ("/api/sim/button", "post"),
+        ("/api/sim/stall", "post"),
+    ];
+    for (path, method) in routes {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path} is not documented");
+        // And the route exists: anything but 404/405.
+        let (s, _) = b.call(&method.to_uppercase(), path, Some(json!({})), &[("origin", ORIGIN)]).await;
+        assert!(s != StatusCode::NOT_FOUND && s != StatusCode::METHOD_NOT_ALLOWED, "{method} {path}: {s}");
+    }
+}
