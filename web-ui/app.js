@@ -68,6 +68,55 @@ $('#logout').addEventListener('click', async () => {
   location.reload();
 });
 
+// ---------- system ----------
+$('#password-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target);
+  const r = await api('POST', '/api/password', { current: f.get('current'), new: f.get('new') });
+  $('#password-ok').hidden = r.status !== 200;
+  $('[data-field=password]').textContent = r.status === 200 ? '' : (r.data && r.data.error) || `not changed (${r.status})`;
+  if (r.status === 200) e.target.reset();
+});
+
+$('#backup-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const pw = new FormData(e.target).get('password');
+  const r = await fetch('/api/config/backup?secrets=1', { headers: { 'x-backup-password': pw }, credentials: 'same-origin' });
+  if (r.status !== 200) {
+    const d = await r.json().catch(() => ({}));
+    $('[data-field=backup]').textContent = d.error || `no backup (${r.status})`;
+    return;
+  }
+  $('[data-field=backup]').textContent = '';
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(await r.blob());
+  a.download = 'telebridge-backup.tbk';
+  a.click();
+});
+
+$('#restore-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target);
+  const headers = { 'x-telebridge-csrf': '1' };
+  if (f.get('password')) headers['x-backup-password'] = f.get('password');
+  const r = await fetch('/api/config/restore', { method: 'POST', headers, body: await f.get('file').text(), credentials: 'same-origin' });
+  const d = await r.json().catch(() => ({}));
+  $('#restore-ok').hidden = r.status !== 200;
+  const errs = d.errors ? d.errors.map((x) => `${x.field}: ${x.message}`).join('; ') : d.error;
+  $('[data-field=restore]').textContent = r.status === 200 ? '' : errs || `not restored (${r.status})`;
+});
+
+$('#logs-refresh').addEventListener('click', async () => {
+  const r = await api('GET', '/api/logs?lines=100');
+  $('#logs').textContent = r.data ? r.data.lines.join('\n') : '';
+});
+
+$('#reboot').addEventListener('click', async () => {
+  if (!confirm('Reboot the box? The picture stops for about a minute.')) return;
+  const r = await api('POST', '/api/reboot');
+  $('[data-field=reboot]').textContent = r.status === 202 ? 'Rebooting…' : (r.data && r.data.error) || `${r.status}`;
+});
+
 // ---------- status ----------
 const WORDS = { booting: 'Starting', ready: 'Ready', going_live: 'Going live', live: 'Live', degraded: 'Live, degraded', error: 'Needs attention' };
 const LED_NAMES = ['power', 'link', 'live', 'error'];

@@ -120,6 +120,13 @@ try {
     await page.waitForFunction((n) => Number(document.querySelector('#charts').dataset.points) >= n + 2, before, { timeout: 10000 });
     check(true, `${label}: the link graph gained points (${before} -> ${await points()})`);
     await shot('6-link');
+    // System: the log shows the box's own lines, and nothing secret.
+    await page.click('nav a[data-page=system]');
+    await page.click('#logs-refresh');
+    await page.waitForSelector('#logs:text("state")');
+    const logText = await page.textContent('#logs');
+    check(logText.includes('to=Live') && !logText.includes('panel password'), `${label}: the log tail shows state changes and no password`);
+    await shot('7-system');
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow <= 0, `${label}: nothing wider than the screen (${overflow} px over)`);
     await ctx.close();

@@ -7,6 +7,7 @@ pub mod daemon;
 pub mod decoder_role;
 pub mod encoder_role;
 mod error;
+pub mod logs;
 pub mod measure;
 pub mod outputs;
 pub mod relay_role;

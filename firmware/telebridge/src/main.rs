@@ -13,11 +13,11 @@ fn main() -> ExitCode {
     let args = cli::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if args.quiet { "warn" } else { "info" }));
-    // Colours only on a terminal: files and journald get plain text.
+    // Colours only on a terminal: files, journald and the panel's log view get plain text.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| telebridge_appliance::logs::TeeWriter)
         .with_target(false)
         .with_ansi(tty);
     // Under systemd, journald stamps the time itself and shows no colours.

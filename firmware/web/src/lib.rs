@@ -108,6 +108,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/live", post(live))
         .route("/api/events", get(events))
         .route("/api/stats.csv", get(stats_csv))
+        .route("/api/logs", get(logs))
+        .route("/api/password", post(change_password))
+        .route("/api/reboot", post(reboot))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_session));
     let mut r = open.merge(protected);
     if state.daemon.sim.is_some() {
@@ -469,6 +472,68 @@ async fn stats_csv(State(s): State<AppState>, Query(q): Query<CsvQuery>) -> Resp
         s.history.csv(minutes),
     )
         .into_response()
+}
+
+#[derive(Deserialize)]
+struct LogsQuery {
+    lines: Option<usize>,
+}
+
+/// The daemon's last log lines (no secrets are ever logged).
+async fn logs(Query(q): Query<LogsQuery>) -> Response {
+    Json(json!({ "lines": telebridge_appliance::logs::tail(q.lines.unwrap_or(100).min(telebridge_appliance::logs::LINES)) }))
+        .into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PasswordBody {
+    current: String,
+    new: String,
+}
+
+/// Changes the password: the current one must be given; every other session ends.
+async fn change_password(State(s): State<AppState>, req: Request) -> Response {
+    let ip = client_ip(req.extensions());
+    if let Some(r) = locked(&s, ip) {
+        return r;
+    }
+    let Some(Json(body)) = json_body::<PasswordBody>(req).await else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"current\": \"...\", \"new\": \"...\"}");
+    };
+    let hash = s.store.file().web.password_hash;
+    let current = body.current.clone();
+    if !tokio::task::spawn_blocking(move || auth::verify_password(&current, &hash)).await.unwrap_or(false) {
+        s.auth.failed(ip, Instant::now());
+        return error(StatusCode::FORBIDDEN, "current: wrong password");
+    }
+    if body.new.chars().count() < MIN_PASSWORD {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("new: {} characters; it must have at least {MIN_PASSWORD}", body.new.chars().count()),
+        );
+    }
+    if let Err(r) = set_password(&s, body.new).await {
+        return r;
+    }
+    s.auth.end_all();
+    info!(%ip, "password changed; every session ended");
+    let token = s.auth.new_session(Instant::now());
+    ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
+}
+
+/// Reboots the box (`systemctl reboot`); refused under `--sim`, where there is no box.
+async fn reboot(State(s): State<AppState>) -> Response {
+    if s.daemon.sim.is_some() {
+        return error(StatusCode::CONFLICT, "simulation: there is no box to reboot");
+    }
+    warn!("reboot requested from the panel");
+    let status = tokio::task::spawn_blocking(|| std::process::Command::new("systemctl").arg("reboot").status()).await;
+    match status.map_err(std::io::Error::other).and_then(|r| r) {
+        Ok(st) if st.success() => (StatusCode::ACCEPTED, Json(json!({ "rebooting": true }))).into_response(),
+        Ok(st) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("systemctl reboot: {st}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("systemctl reboot: {e}")),
+    }
 }
 
 /// The header that carries a backup's password (never a query string, which gets logged).

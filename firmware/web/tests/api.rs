@@ -397,6 +397,9 @@ async fn the_openapi_document_names_every_endpoint() {
         ("/api/sim/gpio", "get"),
         ("/api/sim/button", "post"),
         ("/api/sim/stall", "post"),
+        ("/api/logs", "get"),
+        ("/api/password", "post"),
+        ("/api/reboot", "post"),
     ];
     for (path, method) in routes {
         assert!(doc["paths"][path][method].is_object(), "{method} {path} is not documented");
@@ -404,4 +407,32 @@ async fn the_openapi_document_names_every_endpoint() {
         let (s, _) = b.call(&method.to_uppercase(), path, Some(json!({})), &[("origin", ORIGIN)]).await;
         assert!(s != StatusCode::NOT_FOUND && s != StatusCode::METHOD_NOT_ALLOWED, "{method} {path}: {s}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_change_logs_and_reboot() {
+    let mut b = start().await;
+    b.set_up().await;
+    let other = b.cookie.clone();
+    let (s, body) = b.write("POST", "/api/password", json!({"current": "wrong one", "new": "new password"})).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
+    let (s, body) = b.write("POST", "/api/password", json!({"current": "correct horse", "new": "short"})).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (s, body) =
+        b.write("POST", "/api/password", json!({"current": "correct horse", "new": "battery staple"})).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_ne!(b.cookie, other, "a new session");
+    // The old session is gone; the new password logs in, the old one does not.
+    let mine = b.cookie.replace(other.unwrap());
+    assert_eq!(b.call("GET", "/api/status", None, &[]).await.0, StatusCode::UNAUTHORIZED);
+    b.cookie = mine;
+    assert_eq!(b.call("GET", "/api/status", None, &[]).await.0, StatusCode::OK);
+    assert_eq!(b.write("POST", "/api/session", json!({"password": "correct horse"})).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(b.write("POST", "/api/session", json!({"password": "battery staple"})).await.0, StatusCode::OK);
+    let (s, body) = b.call("GET", "/api/logs?lines=50", None, &[]).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(serde_json::from_str::<Value>(&body).unwrap()["lines"].is_array());
+    let (s, body) = b.write("POST", "/api/reboot", json!({})).await;
+    assert_eq!(s, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("simulation"), "{body}");
 }
