@@ -117,6 +117,9 @@ $('#reboot').addEventListener('click', async () => {
   $('[data-field=reboot]').textContent = r.status === 202 ? 'Rebooting…' : (r.data && r.data.error) || `${r.status}`;
 });
 
+$('#preview').addEventListener('load', (e) => { e.target.hidden = false; });
+$('#preview').addEventListener('error', (e) => { e.target.hidden = true; });
+
 // ---------- status ----------
 const WORDS = { booting: 'Starting', ready: 'Ready', going_live: 'Going live', live: 'Live', degraded: 'Live, degraded', error: 'Needs attention' };
 const LED_NAMES = ['power', 'link', 'live', 'error'];
@@ -148,6 +151,16 @@ function renderStatus(s) {
     li.append(badge, ` ${o.name}`);
     if (o.reason) li.append(` — ${o.reason}`);
     list.append(li);
+  }
+  const img = $('#preview');
+  if (m.encoder && running) {
+    const now = Date.now();
+    if (!img.dataset.at || now - img.dataset.at > 2000) {
+      img.dataset.at = now;
+      img.src = `/api/preview.jpg?t=${now}`;
+    }
+  } else {
+    img.hidden = true;
   }
   if (m.encoder) {
     $('#input-format').textContent = `${m.encoder.element}: ${m.encoder.fps.toFixed(1)} fps, ${Math.round(m.encoder.bitrate_kbps)} kbit/s`;

@@ -110,6 +110,8 @@ try {
     if (label === 'desktop') await page.click('#live-button');
     await page.waitForSelector('#state-word:text-is("Live")', { timeout: 20000 });
     check(true, `${label}: the box is live`);
+    await page.waitForFunction(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }, null, { timeout: 10000 });
+    check(true, `${label}: the preview shows the picture`);
     await shot('5-live');
 
     // The link graph gains points.

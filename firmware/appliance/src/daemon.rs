@@ -78,6 +78,8 @@ pub struct DaemonHandle {
     pub sim: Option<SimBoard>,
     /// The heartbeat of the main loop.
     pub heartbeat: Heartbeat,
+    /// The latest preview JPEG while the encoder runs.
+    pub preview: telebridge_media::PreviewSlot,
 }
 
 impl DaemonHandle {
@@ -194,8 +196,16 @@ pub fn start(
             .map_err(|e| AppError::Runtime(format!("cannot start the GPIO thread: {e}")))?;
     }
 
-    let handle = DaemonHandle { status: status_rx, commands: cmd_tx, sim, heartbeat: heartbeat.clone() };
-    let task = tokio::spawn(main_loop(options, machine, patterns, status_tx, cmd_rx, heartbeat, started, shutdown));
+    let preview = telebridge_media::PreviewSlot::default();
+    let handle = DaemonHandle {
+        status: status_rx,
+        commands: cmd_tx,
+        sim,
+        heartbeat: heartbeat.clone(),
+        preview: preview.clone(),
+    };
+    let task =
+        tokio::spawn(main_loop(options, machine, patterns, status_tx, cmd_rx, heartbeat, started, preview, shutdown));
     Ok((handle, task))
 }
 
@@ -215,6 +225,7 @@ async fn main_loop(
     mut commands: mpsc::Receiver<DaemonCommand>,
     heartbeat: Heartbeat,
     started: Instant,
+    preview: telebridge_media::PreviewSlot,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let now_ms = || started.elapsed().as_millis() as u64;
@@ -244,7 +255,7 @@ async fn main_loop(
                 match action {
                     Action::Start => {
                         generation += 1;
-                        media = Some(start_media(&config, generation, media_tx.clone()));
+                        media = Some(start_media(&config, generation, media_tx.clone(), preview.clone()));
                     }
                     Action::Stop => {
                         if let Some(mut m) = media.take() {
@@ -253,6 +264,7 @@ async fn main_loop(
                             }
                         }
                         last_sample = None;
+                        *preview.lock().unwrap_or_else(|p| p.into_inner()) = None;
                     }
                     Action::ShowSetup => {
                         info!(address = %config.http_listen, "setup requested with the button: open the panel at this address");
@@ -312,7 +324,7 @@ async fn main_loop(
                     config = *new;
                     if plan.restart_media && machine.state.running() {
                         generation += 1;
-                        media = Some(start_media(&config, generation, media_tx.clone()));
+                        media = Some(start_media(&config, generation, media_tx.clone(), preview.clone()));
                     }
                 }
             },
@@ -375,7 +387,12 @@ pub fn simulate(mut raw: telebridge_config::Config) -> telebridge_config::Config
     raw
 }
 
-fn start_media(config: &ValidConfig, generation: u64, events: mpsc::UnboundedSender<(u64, MediaEvent)>) -> Media {
+fn start_media(
+    config: &ValidConfig,
+    generation: u64,
+    events: mpsc::UnboundedSender<(u64, MediaEvent)>,
+    preview: telebridge_media::PreviewSlot,
+) -> Media {
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let shutdown = async move {
         let _ = stop_rx.await;
@@ -391,6 +408,7 @@ fn start_media(config: &ValidConfig, generation: u64, events: mpsc::UnboundedSen
                     let _ = tx.send((generation, MediaEvent::Sample(encoder_links(s), v)));
                 })),
                 commands: Some(cmd_rx),
+                preview: Some(preview),
             };
             let config = config.clone();
             tokio::spawn(async move {

@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub on_sample: Option<SampleCallback>,
     /// Changes while running (the appliance and the web panel send these).
     pub commands: Option<tokio::sync::mpsc::Receiver<EncoderCommand>>,
+    /// Keep a small JPEG of the picture here, once a second (the panel's preview).
+    pub preview: Option<telebridge_media::PreviewSlot>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -65,7 +67,8 @@ pub async fn run_encoder(
     telebridge_media::init()?;
     telebridge_srt::install_log_hook();
     let choice = select_encoder(&config)?;
-    let settings = EncoderSettings::from_config(&config, choice);
+    let mut settings = EncoderSettings::from_config(&config, choice);
+    settings.preview = options.preview.clone();
     let fanout = TsFanout::default();
     let mut pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
 

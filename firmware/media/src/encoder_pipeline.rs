@@ -52,7 +52,16 @@ pub struct EncoderSettings {
     /// Take frames pushed through [`EncoderPipeline::frame_input`] instead of `video_source`
     /// (a decoder re-encoding what it shows, for round-trip measurements).
     pub frames_from_app: bool,
+    /// Where to keep a small JPEG of the picture, made at most once a second (the panel's
+    /// preview); `None` makes none.
+    pub preview: Option<PreviewSlot>,
 }
+
+/// The latest preview picture: a JPEG at most [`PREVIEW_WIDTH`] wide, replaced once a second.
+pub type PreviewSlot = Arc<std::sync::Mutex<Option<Vec<u8>>>>;
+
+/// The preview's width in pixels.
+pub const PREVIEW_WIDTH: u32 = 320;
 
 impl EncoderSettings {
     /// Settings from a validated configuration and an encoder choice.
@@ -71,6 +80,7 @@ impl EncoderSettings {
             audio_bitrate_kbps: config.raw.audio.bitrate_kbps,
             encoder,
             frames_from_app: false,
+            preview: None,
         }
     }
 
@@ -218,11 +228,19 @@ impl EncoderPipeline {
         if settings.video_source != VideoSource::Test {
             chain.push(&rate);
         }
-        chain.extend([&raw_filter, &encoder, &enc_caps, &parse, &h264_filter]);
+        chain.push(&raw_filter);
+        let tee = gst::ElementFactory::make("tee").name("preview-tee").build()?;
+        if settings.preview.is_some() {
+            chain.push(&tee);
+        }
+        chain.extend([&encoder, &enc_caps, &parse, &h264_filter]);
         pipeline.add_many(chain.iter().copied())?;
         pipeline.add_many([&mux, appsink.upcast_ref()])?;
         video_tail.link(&queue)?;
         gst::Element::link_many(chain.iter().copied())?;
+        if let Some(slot) = &settings.preview {
+            add_preview(&pipeline, &tee, settings, slot.clone())?;
+        }
         h264_filter.link(&mux)?;
         mux.link(&appsink)?;
 
@@ -472,6 +490,51 @@ fn add_timecode_stamp(pad: &gst::Pad) {
     });
 }
 
+/// The preview branch: `tee ! queue(leaky, 1) ! videorate(1 fps) ! videoscale ! videoconvert !
+/// jpegenc ! appsink`; it never holds up the encoder (the queue drops, the appsink drops).
+fn add_preview(
+    pipeline: &gst::Pipeline,
+    tee: &gst::Element,
+    s: &EncoderSettings,
+    slot: PreviewSlot,
+) -> Result<(), MediaError> {
+    let queue = gst::ElementFactory::make("queue")
+        .property_from_str("leaky", "downstream")
+        .property("max-size-buffers", 1u32)
+        .property("max-size-bytes", 0u32)
+        .property("max-size-time", 0u64)
+        .build()?;
+    let rate = gst::ElementFactory::make("videorate").property("drop-only", true).property("max-rate", 1i32).build()?;
+    let scale = make("videoscale", "gstreamer1.0-plugins-base")?;
+    let convert = make("videoconvert", "gstreamer1.0-plugins-base")?;
+    let height = (PREVIEW_WIDTH * s.height / s.width.max(1)) & !1;
+    let caps = gst::Caps::builder("video/x-raw")
+        .field("format", "I420")
+        .field("width", PREVIEW_WIDTH as i32)
+        .field("height", height.max(2) as i32)
+        .build();
+    let filter = gst::ElementFactory::make("capsfilter").property("caps", &caps).build()?;
+    let jpeg = make("jpegenc", "gstreamer1.0-plugins-good")?;
+    jpeg.set_property("quality", 70i32);
+    let sink = gst_app::AppSink::builder().sync(false).async_(false).max_buffers(1).drop(true).build();
+    let chain = [&queue, &rate, &scale, &convert, &filter, &jpeg, sink.upcast_ref()];
+    pipeline.add_many(chain)?;
+    gst::Element::link_many(chain)?;
+    tee.link(&queue)?;
+    sink.set_callbacks(
+        gst_app::AppSinkCallbacks::builder()
+            .new_sample(move |sink| {
+                let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                if let Some(map) = sample.buffer().and_then(|b| b.map_readable().ok()) {
+                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(map.as_slice().to_vec());
+                }
+                Ok(gst::FlowSuccess::Ok)
+            })
+            .build(),
+    );
+    Ok(())
+}
+
 fn build_encoder(s: &EncoderSettings) -> Result<gst::Element, MediaError> {
     let kind = s.encoder.kind;
     let gop = s.keyframe_frames();
@@ -631,6 +694,7 @@ mod tests {
             audio_bitrate_kbps: 128,
             encoder: EncoderChoice { kind: EncoderKind::X264enc, reason: String::new() },
             frames_from_app: false,
+            preview: None,
         };
         assert_eq!(s(1000, 30).keyframe_frames(), 30);
         assert_eq!(s(2000, 25).keyframe_frames(), 50);

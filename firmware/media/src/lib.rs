@@ -14,7 +14,9 @@ pub mod platform;
 pub mod timecode;
 
 pub use encoder_choice::{choose_encoder, EncoderChoice, EncoderKind};
-pub use encoder_pipeline::{probe_encoder, EncoderCounters, EncoderPipeline, EncoderSettings, TsConsumerId, TsFanout};
+pub use encoder_pipeline::{
+    probe_encoder, EncoderCounters, EncoderPipeline, EncoderSettings, PreviewSlot, TsConsumerId, TsFanout,
+};
 pub use error::{make, MediaError};
 pub use platform::Platform;
 

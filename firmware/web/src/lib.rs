@@ -109,6 +109,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/events", get(events))
         .route("/api/stats.csv", get(stats_csv))
         .route("/api/logs", get(logs))
+        .route("/api/preview.jpg", get(preview))
         .route("/api/password", post(change_password))
         .route("/api/reboot", post(reboot))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_session));
@@ -472,6 +473,17 @@ async fn stats_csv(State(s): State<AppState>, Query(q): Query<CsvQuery>) -> Resp
         s.history.csv(minutes),
     )
         .into_response()
+}
+
+/// The current picture, small (320 px wide), made at most once a second by the encoder.
+async fn preview(State(s): State<AppState>) -> Response {
+    let jpeg = s.daemon.preview.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    match jpeg {
+        Some(bytes) => {
+            ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "no-store")], bytes).into_response()
+        }
+        None => error(StatusCode::NOT_FOUND, "no picture: the encoder is not running"),
+    }
 }
 
 #[derive(Deserialize)]

@@ -247,6 +247,10 @@ async fn live_events_history_and_metrics() {
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     let (s, _) = b.write("POST", "/api/live", json!({"live": false})).await;
     assert_eq!(s, StatusCode::ACCEPTED);
+    // Not live: no preview, said in words (the browser test sees the picture once live).
+    let (s, body) = b.call("GET", "/api/preview.jpg", None, &[]).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert!(body.contains("the encoder is not running"), "{body}");
     // Events: the first is the state.
     let mut req = Request::builder().uri("/api/events").header(header::COOKIE, b.cookie.clone().unwrap());
     req = req.header(header::HOST, "box.local");
