@@ -52,6 +52,8 @@ pub struct DaemonStatus {
     pub uptime_s: u64,
     /// Settings that were changed and wait for the next start.
     pub pending_restart: Vec<&'static str>,
+    /// What the HDMI output shows instead of a picture, if anything.
+    pub screen: Option<String>,
 }
 
 /// Commands to the daemon.
@@ -65,6 +67,9 @@ pub enum DaemonCommand {
     Apply(Box<ValidConfig>),
     /// Simulation only: block the main loop this long (tests the watchdog).
     Stall(Duration),
+    /// What the HDMI output should say while the box shows no picture (the first-run setup
+    /// code), or `None` to clear it.
+    SetupText(Option<String>),
 }
 
 /// The daemon as the API sees it.
@@ -154,6 +159,7 @@ pub fn start(
         media: None,
         uptime_s: 0,
         pending_restart: Vec::new(),
+        screen: None,
     };
     let (status_tx, status_rx) = watch::channel(status);
     let (cmd_tx, cmd_rx) = mpsc::channel(32);
@@ -235,6 +241,7 @@ async fn main_loop(
     let mut generation = 0u64;
     let mut last_sample: Option<serde_json::Value> = None;
     let mut pending_restart: Vec<&'static str> = Vec::new();
+    let mut screen = Screen::default();
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
 
@@ -267,11 +274,14 @@ async fn main_loop(
                         *preview.lock().unwrap_or_else(|p| p.into_inner()) = None;
                     }
                     Action::ShowSetup => {
-                        info!(address = %config.http_listen, "setup requested with the button: open the panel at this address");
+                        let text = screen.setup_card(&config);
+                        info!(text = %text.replace('\n', " / "), "button held 10 s: showing the address");
+                        screen.show_until = Some(Instant::now() + Duration::from_millis(crate::state::SETUP_SHOW_MS));
                     }
                 }
             }
         }
+        screen.update(&config, machine.state.running() && config.role == Role::Decoder);
         heartbeat.beat();
         let now = now_ms();
         let gpio = status_tx.borrow().gpio;
@@ -286,6 +296,7 @@ async fn main_loop(
             media: last_sample.clone(),
             uptime_s: started.elapsed().as_secs(),
             pending_restart: pending_restart.clone(),
+            screen: screen.shown(),
         });
 
         tokio::select! {
@@ -314,6 +325,7 @@ async fn main_loop(
             Some(cmd) = commands.recv() => match cmd {
                 DaemonCommand::Live(live) => events.push(Event::Api { live }),
                 DaemonCommand::Button(b) => events.push(Event::Button(b)),
+                DaemonCommand::SetupText(text) => screen.setup = text,
                 DaemonCommand::Stall(d) => {
                     warn!(ms = d.as_millis() as u64, "stalling the main loop on request (simulation)");
                     std::thread::sleep(d);
@@ -332,6 +344,7 @@ async fn main_loop(
     }
     info!("stopping");
     let _ = crate::sd_notify::notify("STOPPING=1");
+    screen.close();
     if let Some(mut m) = media.take() {
         if let Some(stop) = m.stop.take() {
             let _ = stop.send(());
@@ -344,6 +357,71 @@ async fn main_loop(
                 Ok(None) => break,
                 _ => {}
             }
+        }
+    }
+}
+
+/// The HDMI output when no picture is shown there: the first-run setup code, or (for 10 s after
+/// a long press) the box's name and address. A decoder that is receiving owns the screen.
+#[derive(Default)]
+struct Screen {
+    /// The setup text the web side asked for.
+    setup: Option<String>,
+    /// The address card is up until then.
+    show_until: Option<Instant>,
+    display: Option<telebridge_media::display::Display>,
+    failed: bool,
+}
+
+impl Screen {
+    fn setup_card(&self, config: &ValidConfig) -> String {
+        let mut text = format!("{}\nPanel: http://{}/", config.raw.name, config.http_listen);
+        if let Some(s) = &self.setup {
+            text = format!("{text}\n{s}");
+        }
+        text
+    }
+
+    /// The text that should be up now.
+    fn wanted(&self, config: &ValidConfig) -> Option<String> {
+        if self.show_until.is_some_and(|t| Instant::now() < t) {
+            return Some(self.setup_card(config));
+        }
+        self.setup.clone()
+    }
+
+    fn shown(&self) -> Option<String> {
+        self.display.as_ref().map(|d| d.slate_text())
+    }
+
+    fn update(&mut self, config: &ValidConfig, decoder_busy: bool) {
+        let want = if decoder_busy { None } else { self.wanted(config) };
+        match (want, self.display.as_ref()) {
+            (Some(text), Some(d)) => d.set_slate_text(&text),
+            (Some(text), None) if !self.failed => {
+                let kind = telebridge_media::display::SinkKind::parse(&config.raw.decoder.sink);
+                let started = kind.map_err(|e| e.to_string()).and_then(|k| {
+                    telebridge_media::init().map_err(|e| e.to_string())?;
+                    telebridge_media::display::Display::start(k, (1280, 720), text).map_err(|e| e.to_string())
+                });
+                match started {
+                    Ok(d) => self.display = Some(d),
+                    Err(e) => {
+                        warn!(error = %e, "cannot show the setup text on the HDMI output");
+                        self.failed = true;
+                    }
+                }
+            }
+            (None, Some(_)) => self.close(),
+            _ => {}
+        }
+    }
+
+    /// Takes the text down; the display stops on a thread of its own (it waits for its sink to
+    /// finish, which must not hold up the main loop).
+    fn close(&mut self) {
+        if let Some(mut d) = self.display.take() {
+            std::thread::spawn(move || d.stop());
         }
     }
 }

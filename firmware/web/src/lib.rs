@@ -60,6 +60,10 @@ impl AppState {
                 Err(e) => warn!(file = %path.display(), error = %e, "cannot write the setup code file"),
             }
         }
+        if let Some(code) = &code {
+            let text = format!("Setup code: {code}\nOpen the panel and enter it to choose a password.");
+            let _ = daemon.commands.try_send(DaemonCommand::SetupText(Some(text)));
+        }
         let state = Self { daemon, store, auth: Arc::new(Auth::new(code)), history: Arc::new(History::default()) };
         state.spawn_history();
         state
@@ -297,6 +301,7 @@ async fn setup(State(s): State<AppState>, req: Request) -> Response {
         Ok(()) => {
             s.auth.finish_setup();
             s.auth.succeeded(ip);
+            let _ = s.daemon.commands.send(DaemonCommand::SetupText(None)).await;
             info!(%ip, "setup done: password set");
             let token = s.auth.new_session(Instant::now());
             ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()

@@ -25,6 +25,7 @@ const TOKEN: &str = "metrics-token-0123456789";
 
 struct Box_ {
     app: Router,
+    daemon: telebridge_appliance::DaemonHandle,
     dir: tempfile::TempDir,
     cookie: Option<String>,
 }
@@ -55,8 +56,8 @@ async fn start() -> Box_ {
     let (handle, _task) = daemon::start(DaemonOptions { config: valid }, std::future::pending()).unwrap();
     let identity: Overrides = Arc::new(|c| c);
     let store = Arc::new(ConfigStore::new(Some(path), file, identity, handle.commands.clone()));
-    let state = AppState::new(handle, store);
-    Box_ { app: router(state), dir, cookie: None }
+    let state = AppState::new(handle.clone(), store);
+    Box_ { app: router(state), daemon: handle, dir, cookie: None }
 }
 
 impl Box_ {
@@ -123,10 +124,15 @@ async fn first_start_answers_only_setup_until_the_code_and_a_password_are_given(
     }
     let (s, _) = b.write("POST", "/api/session", json!({"password": "anything"})).await;
     assert_eq!(s, StatusCode::FORBIDDEN);
+    // The HDMI output shows the code (a fake sink here; kmssink on the box).
+    let code = b.setup_code();
+    let mut status = b.daemon.status.clone();
+    let shown = tokio::time::timeout(std::time::Duration::from_secs(10), status.wait_for(|s| s.screen.is_some())).await;
+    let screen = shown.unwrap().unwrap().screen.clone().unwrap();
+    assert!(screen.contains(&format!("Setup code: {code}")), "{screen}");
     let (s, body) = b.write("POST", "/api/setup", json!({"code": "0000-0000", "password": "correct horse"})).await;
     assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
     assert!(body.contains("wrong setup code"));
-    let code = b.setup_code();
     let (s, body) = b.write("POST", "/api/setup", json!({"code": code, "password": "short"})).await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("password: 5 characters; it must have at least 8"), "{body}");
@@ -138,6 +144,9 @@ async fn first_start_answers_only_setup_until_the_code_and_a_password_are_given(
     assert_eq!(s, StatusCode::CONFLICT);
     let (s, _) = b.call("GET", "/api/status", None, &[]).await;
     assert_eq!(s, StatusCode::OK, "the setup session works");
+    let cleared =
+        tokio::time::timeout(std::time::Duration::from_secs(10), status.wait_for(|s| s.screen.is_none())).await;
+    assert!(cleared.is_ok(), "the setup code stayed on screen after setup");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
