@@ -93,12 +93,8 @@ impl AppState {
 
 /// The API's routes.
 pub fn router(state: AppState) -> Router {
-    let open = Router::new()
-        .route("/", get(panel_file))
-        .route("/app.js", get(panel_file))
-        .route("/app.css", get(panel_file))
-        .route("/vendor/uPlot.iife.min.js", get(panel_file))
-        .route("/vendor/uPlot.min.css", get(panel_file))
+    let panel = PANEL.iter().fold(Router::new(), |r, (path, _, _)| r.route(path, get(panel_file)));
+    let open = panel
         .route("/healthz", get(healthz))
         .route("/api/setup", get(setup_status).post(setup))
         .route("/api/session", post(login).delete(logout))
