@@ -133,6 +133,13 @@ function renderStatus(s) {
   $('#state-card').className = `card s-${state}`;
   $('#state-word').textContent = WORDS[state] || state;
   $('#state-reason').textContent = s.machine.reason || '';
+  const alerts = $('#alerts');
+  alerts.textContent = '';
+  for (const a of s.alerts || []) {
+    const li = document.createElement('li');
+    li.textContent = a;
+    alerts.append(li);
+  }
   const running = ['going_live', 'live', 'degraded'].includes(state);
   const b = $('#live-button');
   b.textContent = running ? 'Stop' : 'Go live';
@@ -167,8 +174,9 @@ function renderStatus(s) {
   } else if (m.decoder) {
     $('#input-format').textContent = `${m.decoder.width}x${m.decoder.height}, ${m.decoder.fps.toFixed(1)} fps (${m.decoder.element})`;
   } else {
-    $('#input-format').textContent = `${s.role}, not running`;
+    $('#input-format').textContent = s.input ? `${s.input.format} (not running)` : `${s.role}, not running`;
   }
+  if (s.input && !s.input.signal) $('#input-format').textContent = `No signal — ${$('#input-format').textContent}`;
 }
 
 function renderLeds(patterns) {
@@ -206,6 +214,7 @@ function startEvents() {
     if (lastStatus) {
       lastStatus.media = d.media;
       lastStatus.led_patterns = d.leds;
+      lastStatus.alerts = d.alerts;
       renderStatus(lastStatus);
     }
     appendSample(d);

@@ -54,6 +54,52 @@ pub struct DaemonStatus {
     pub pending_restart: Vec<&'static str>,
     /// What the HDMI output shows instead of a picture, if anything.
     pub screen: Option<String>,
+    /// The input: whether it has a signal, and the format configured.
+    pub input: InputInfo,
+    /// What needs the user's attention, in words.
+    pub alerts: Vec<String>,
+}
+
+/// The input as the status shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputInfo {
+    /// A signal is present (an HDMI source plugged and sending; always for the test pattern).
+    pub signal: bool,
+    /// The source and format (encoder), or the SRT input (decoder).
+    pub format: String,
+}
+
+fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
+    let v = &config.raw.video;
+    let format = match config.role {
+        Role::Encoder => format!("{} {}x{} {} fps, {} kbit/s", v.source, v.width, v.height, v.fps, v.bitrate_kbps),
+        Role::Decoder => config.decoder_input.to_string(),
+    };
+    InputInfo { signal: machine.signal, format }
+}
+
+/// What needs attention: an error, links that are down and why, settings waiting for a restart.
+fn alerts(machine: &Machine, media: Option<&serde_json::Value>, pending: &[&'static str]) -> Vec<String> {
+    let mut out = Vec::new();
+    if machine.state == crate::state::State::Error {
+        out.push(format!("stopped: {}", machine.reason.as_deref().unwrap_or("the media failed")));
+    }
+    if !machine.signal {
+        out.push("no input signal: check the HDMI source and cable".into());
+    }
+    let links = media.and_then(|m| m.get("outputs")).and_then(|o| o.as_array()).cloned().unwrap_or_default();
+    for o in links.iter().filter(|o| o["state"] == "retrying" || o["state"] == "failed") {
+        let reason = o["reason"].as_str().unwrap_or("no reason given");
+        out.push(format!(
+            "{} is {}: {reason}",
+            o["name"].as_str().unwrap_or("an output"),
+            o["state"].as_str().unwrap_or("")
+        ));
+    }
+    for p in pending {
+        out.push(format!("{p} changed: it takes effect after a restart"));
+    }
+    out
 }
 
 /// Commands to the daemon.
@@ -160,6 +206,8 @@ pub fn start(
         uptime_s: 0,
         pending_restart: Vec::new(),
         screen: None,
+        input: input_info(&options.config, &machine),
+        alerts: Vec::new(),
     };
     let (status_tx, status_rx) = watch::channel(status);
     let (cmd_tx, cmd_rx) = mpsc::channel(32);
@@ -297,6 +345,8 @@ async fn main_loop(
             uptime_s: started.elapsed().as_secs(),
             pending_restart: pending_restart.clone(),
             screen: screen.shown(),
+            input: input_info(&config, &machine),
+            alerts: alerts(&machine, last_sample.as_ref(), &pending_restart),
         });
 
         tokio::select! {
