@@ -88,13 +88,15 @@ fn alerts(machine: &Machine, media: Option<&serde_json::Value>, pending: &[&'sta
         out.push("no input signal: check the HDMI source and cable".into());
     }
     let links = media.and_then(|m| m.get("outputs")).and_then(|o| o.as_array()).cloned().unwrap_or_default();
-    for o in links.iter().filter(|o| o["state"] == "retrying" || o["state"] == "failed") {
+    for o in &links {
+        let name = o["name"].as_str().unwrap_or("an output");
         let reason = o["reason"].as_str().unwrap_or("no reason given");
-        out.push(format!(
-            "{} is {}: {reason}",
-            o["name"].as_str().unwrap_or("an output"),
-            o["state"].as_str().unwrap_or("")
-        ));
+        let calling_again = o["state"] == "connecting" && o["reconnects"].as_u64().unwrap_or(0) > 0;
+        if o["state"] == "retrying" || calling_again {
+            out.push(format!("{name}: {reason} (retrying)"));
+        } else if o["state"] == "failed" {
+            out.push(format!("{name}: {reason} (stopped; fix it and save the settings again)"));
+        }
     }
     for p in pending {
         out.push(format!("{p} changed: it takes effect after a restart"));
@@ -155,12 +157,16 @@ fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-fn encoder_links(sample: &StatsSample) -> Links {
+/// How the encoder's outputs stand. A caller that lost its peer alternates between waiting
+/// (retrying) and calling again (connecting) until it is back: both count as retrying, so the
+/// state and the link LED say "retrying" for the whole outage, not only between attempts.
+fn encoder_links(outputs: &[telebridge_srt::OutputStatus]) -> Links {
     let mut l = Links::default();
-    for o in &sample.outputs {
+    for o in outputs {
         l.total += 1;
         match o.state {
             OutputState::Live => l.connected += 1,
+            OutputState::Connecting if o.reconnects > 0 => l.retrying += 1,
             OutputState::Connecting | OutputState::Listening => l.connecting += 1,
             OutputState::Retrying | OutputState::Failed => l.retrying += 1,
             OutputState::Stopped => l.total -= 1,
@@ -173,6 +179,7 @@ fn decoder_links(sample: &DecodeSample) -> Links {
     let mut l = Links { total: 1, ..Links::default() };
     match sample.input.state {
         InputState::Receiving => l.connected = 1,
+        InputState::Connecting if sample.input.reconnects > 0 => l.retrying = 1,
         InputState::Listening | InputState::Connecting => l.connecting = 1,
         InputState::Retrying => l.retrying = 1,
         InputState::Stopped => l.total = 0,
@@ -533,7 +540,7 @@ fn start_media(
                 duration: None,
                 on_sample: Some(Arc::new(move |s: &StatsSample| {
                     let v = serde_json::to_value(s).unwrap_or_default();
-                    let _ = tx.send((generation, MediaEvent::Sample(encoder_links(s), v)));
+                    let _ = tx.send((generation, MediaEvent::Sample(encoder_links(&s.outputs), v)));
                 })),
                 commands: Some(cmd_rx),
                 preview: Some(preview),
@@ -577,5 +584,28 @@ fn start_media(
             });
             Media { stop: Some(stop_tx), commands: None, generation }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use telebridge_srt::OutputStatus;
+
+    use super::*;
+
+    fn output(state: OutputState, reconnects: u32) -> OutputStatus {
+        let mut o = OutputStatus::new("srt", "o".into(), "srt://h:1".into(), state);
+        o.reconnects = reconnects;
+        o
+    }
+
+    #[test]
+    fn a_caller_calling_again_after_a_loss_counts_as_retrying() {
+        let first = encoder_links(&[output(OutputState::Connecting, 0), output(OutputState::Live, 0)]);
+        assert_eq!(first, Links { total: 2, connected: 1, connecting: 1, retrying: 0 });
+        let again = encoder_links(&[output(OutputState::Connecting, 2), output(OutputState::Retrying, 1)]);
+        assert_eq!(again, Links { total: 2, connected: 0, connecting: 0, retrying: 2 });
+        let listening = encoder_links(&[output(OutputState::Listening, 3), output(OutputState::Stopped, 0)]);
+        assert_eq!(listening, Links { total: 1, connected: 0, connecting: 1, retrying: 0 });
     }
 }
