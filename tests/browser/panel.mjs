@@ -110,7 +110,8 @@ try {
     if (label === 'desktop') await page.click('#live-button');
     await page.waitForSelector('#state-word:text-is("Live")', { timeout: 20000 });
     check(true, `${label}: the box is live`);
-    await page.waitForFunction(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }, null, { timeout: 10000 });
+    // Polled with evaluate (waitForFunction would need 'unsafe-eval', which the panel's CSP forbids).
+    await waitFor('the preview', () => page.evaluate(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }), 10000);
     check(true, `${label}: the preview shows the picture`);
     await shot('5-live');
 
@@ -119,7 +120,7 @@ try {
     await page.waitForSelector('#charts .uplot');
     const points = async () => Number(await page.getAttribute('#charts', 'data-points'));
     const before = await points();
-    await page.waitForFunction((n) => Number(document.querySelector('#charts').dataset.points) >= n + 2, before, { timeout: 10000 });
+    await waitFor('new points on the graph', async () => (await points()) >= before + 2, 10000);
     check(true, `${label}: the link graph gained points (${before} -> ${await points()})`);
     await shot('6-link');
     // System: the log shows the box's own lines, and nothing secret.
