@@ -114,15 +114,7 @@ impl Display {
     /// `size` is the slate's size until the first frame sets it.
     pub fn start(kind: SinkKind, size: (u32, u32), slate_text: String) -> Result<Self, MediaError> {
         let pipeline = gst::Pipeline::with_name("display");
-        let appsrc = gst_app::AppSrc::builder()
-            .name("frames")
-            .format(gst::Format::Time)
-            .is_live(true)
-            .do_timestamp(true)
-            .block(false)
-            .max_buffers(3)
-            .leaky_type(gst_app::AppLeakyType::Downstream)
-            .build();
+        let appsrc = live_frame_source("frames");
         let mut chain: Vec<gst::Element> = vec![appsrc.clone().upcast()];
         match &kind {
             SinkKind::Fake => chain
@@ -302,6 +294,20 @@ impl Drop for Display {
 
 fn unix_ms() -> u64 {
     crate::timecode::now_us() / 1000
+}
+
+/// A live source of raw frames pushed by the application: stamped on arrival, never blocking,
+/// keeping at most three and dropping the oldest (the display, and the loop encoder's input).
+pub fn live_frame_source(name: &str) -> gst_app::AppSrc {
+    gst_app::AppSrc::builder()
+        .name(name)
+        .format(gst::Format::Time)
+        .is_live(true)
+        .do_timestamp(true)
+        .block(false)
+        .max_buffers(3)
+        .leaky_type(gst_app::AppLeakyType::Downstream)
+        .build()
 }
 
 /// Pushes a frame with fresh timestamps (the appsrc stamps it), sharing its memory.

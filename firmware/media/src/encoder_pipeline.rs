@@ -170,15 +170,7 @@ impl EncoderPipeline {
 
         // Video: source.
         let (video_tail, capture, frame_input) = if settings.frames_from_app {
-            let src = gst_app::AppSrc::builder()
-                .name("video-source")
-                .format(gst::Format::Time)
-                .is_live(true)
-                .do_timestamp(true)
-                .block(false)
-                .max_buffers(3)
-                .leaky_type(gst_app::AppLeakyType::Downstream)
-                .build();
+            let src = crate::display::live_frame_source("video-source");
             pipeline.add(&src)?;
             (src.clone().upcast::<gst::Element>(), None, Some(src))
         } else {
