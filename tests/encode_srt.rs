@@ -223,11 +223,10 @@ fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
     let _serial = serial();
     let dir = scratch("fanout");
     let port = free_udp_port();
-    let mut enc =
-        encoder(&dir, "encoder", &[&format!("srt://:{port}?mode=listener&latency=200")], &["--duration", "16s"]);
+    let mut enc = encoder(&dir, "encoder", &[&format!("srt://:{port}?mode=listener&latency=200")], &[]);
     std::thread::sleep(Duration::from_millis(800));
     let files: Vec<_> = (0..3).map(|i| dir.join(format!("caller{i}.ts"))).collect();
-    let callers: Vec<Proc> = files
+    let mut callers: Vec<Proc> = files
         .iter()
         .enumerate()
         .map(|(i, f)| {
@@ -248,7 +247,20 @@ fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
             Proc::spawn(cmd, &dir, &format!("caller{i}"))
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(4));
+    let logs = |what: &str| {
+        let mut text = format!("{what}; sizes {:?}\n", files.iter().map(|f| size(f)).collect::<Vec<_>>());
+        for name in ["encoder", "caller0", "caller1", "caller2"] {
+            let err = std::fs::read_to_string(dir.join(format!("{name}.stderr"))).unwrap_or_default();
+            text += &format!("--- {name}.stderr\n{err}\n");
+        }
+        text
+    };
+    // Freeze caller 0 only once every caller is writing video. ffmpeg writes nothing until it has
+    // probed 5 s of stream (its analyzeduration; the same with ffmpeg's own SRT stream), so the
+    // old fixed 4 s froze caller 0 mid-probe, and when the listener then dropped it, it had
+    // written nothing at all: "caller 0: 0 decodable frames" on CI.
+    let all_writing = wait_for(Duration::from_secs(20), || files.iter().all(|f| size(f) > 300_000));
+    assert!(all_writing.is_some(), "{}", logs("not every caller received video within 20 s"));
     callers[0].signal("STOP");
     let before: Vec<u64> = files.iter().map(|f| size(f)).collect();
     std::thread::sleep(Duration::from_secs(5));
@@ -259,15 +271,36 @@ fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
         let got = after[i] - before[i];
         assert!(
             got > 1_500_000,
-            "caller {i} got only {got} bytes while caller 0 was frozen (before {before:?}, after {after:?})"
+            "{}",
+            logs(&format!(
+                "caller {i} got only {got} bytes while caller 0 was frozen (before {before:?}, after {after:?})"
+            ))
         );
     }
-    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    // Thawed, caller 0 either goes on receiving or finds that the listener gave up on it (libsrt
+    // closes a peer silent for its idle timeout, 5 s, so a 5 s freeze is a photo finish). Both
+    // are right; what must not happen is the others stalling, checked above and here again.
+    let thawed: Vec<u64> = files.iter().map(|f| size(f)).collect();
+    let others_going = wait_for(Duration::from_secs(5), || (1..3).all(|i| size(&files[i]) > thawed[i] + 1_000_000));
+    assert!(others_going.is_some(), "{}", logs("callers 1 and 2 stalled after caller 0 was thawed"));
+    let caller0_connected = callers[0].child.try_wait().ok().flatten().is_none();
+    eprintln!(
+        "caller 0 after a 5 s freeze: {}; received {} bytes since",
+        if caller0_connected { "still connected" } else { "dropped by the listener" },
+        size(&files[0]) - thawed[0]
+    );
+    enc.signal("INT");
+    assert!(
+        enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits on SIGINT").success(),
+        "{}",
+        logs("encoder")
+    );
     drop(callers);
     for (i, f) in files.iter().enumerate() {
+        // ffmpeg writes nothing until it has probed 5 s of stream, so 300 KB means ~150 frames.
         let frames = decodable_frames(f);
-        let floor = if i == 0 { 30 } else { 300 };
-        assert!(frames >= floor, "caller {i}: {frames} decodable frames");
+        let floor = if i == 0 { 100 } else { 250 };
+        assert!(frames >= floor, "{}", logs(&format!("caller {i}: {frames} decodable frames")));
     }
     let lines = json_lines(&dir.join("encoder.stdout"));
     assert!(lines.iter().any(|l| l["outputs"][0]["callers"] == 3), "stats never showed 3 callers");
