@@ -122,6 +122,60 @@ fn api_rejects_a_bad_button_hold_and_a_bad_live_body() {
     assert!(wait_for(Duration::from_secs(5), || state(http_port) == "ready").is_some());
 }
 
+/// The input signal: the simulated HDMI cable pulled stops the test pattern's frames at the
+/// source (as a real input stops); the box notices from the frames alone, says so, and the
+/// receiver keeps its connection; plugged back, the picture resumes and the box is live again.
+#[test]
+fn a_pulled_hdmi_cable_degrades_with_no_signal_and_plugging_it_back_recovers() {
+    let _guard = serial();
+    let dir = scratch("appliance-signal");
+    let (srt_port, http_port) = (free_udp_port(), free_tcp_port());
+    let received = dir.join("received.ts");
+    let _slt = slt_to_file(&format!("srt://:{srt_port}?mode=listener"), &received, &dir, "slt");
+    let _box =
+        run_sim(&dir, "box", http_port, &["--output", &format!("srt://127.0.0.1:{srt_port}"), "--start-live"], &[]);
+    assert!(wait_for(Duration::from_secs(15), || state(http_port) == "live").is_some(), "never live");
+    let frames = || get_json(http_port, "/api/status")["media"]["encoder"]["frames_captured"].as_u64().unwrap_or(0);
+    assert!(wait_for(Duration::from_secs(5), || frames() > 30).is_some(), "no frames captured");
+
+    let (code, body) = http("POST", http_port, "/api/sim/signal", Some(r#"{"present": false}"#));
+    assert_eq!(code, 200, "{body}");
+    let pulled = Instant::now();
+    let lost = wait_for(Duration::from_secs(6), || state(http_port) == "degraded");
+    assert!(lost.is_some(), "not degraded: {}", get_json(http_port, "/api/status"));
+    eprintln!("no signal noticed {:?} after the cable was pulled", pulled.elapsed());
+    let status = get_json(http_port, "/api/status");
+    assert_eq!(status["machine"]["reason"], "no input signal", "{status}");
+    assert_eq!(status["input"]["signal"], false, "{status}");
+    assert!(
+        status["alerts"].as_array().unwrap().iter().any(|a| a.as_str().unwrap_or("").starts_with("no input signal")),
+        "{status}"
+    );
+    // The link itself is fine: it stays connected and the LED says so.
+    assert_eq!(get_json(http_port, "/api/sim/gpio")["patterns"]["link"], "on");
+    assert_eq!(get_json(http_port, "/api/sim/gpio")["hdmi_cable"], false);
+    let (_, metrics) = http("GET", http_port, "/metrics", None);
+    assert!(metrics.contains("\ntelebridge_input_signal 0\n"), "{metrics}");
+    let stalled_at = frames();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(frames(), stalled_at, "frames went on without a cable");
+
+    let (code, _) = http("POST", http_port, "/api/sim/signal", Some(r#"{"present": true}"#));
+    assert_eq!(code, 200);
+    let back = wait_for(Duration::from_secs(6), || state(http_port) == "live");
+    assert!(back.is_some(), "not live again: {}", get_json(http_port, "/api/status"));
+    assert_eq!(get_json(http_port, "/api/status")["input"]["signal"], true);
+    let before = size(&received);
+    assert!(
+        wait_for(Duration::from_secs(5), || size(&received) > before + 200_000).is_some(),
+        "the receiver got nothing more after the cable came back"
+    );
+    let logs = std::fs::read_to_string(dir.join("box.stderr")).unwrap();
+    assert!(logs.contains("input signal lost") && logs.contains("input signal back"), "{logs}");
+    let (code, body) = http("POST", http_port, "/api/sim/signal", Some(r#"{"plugged": true}"#));
+    assert_eq!(code, 422, "{body}");
+}
+
 #[test]
 fn systemd_hears_ready_and_a_watchdog_that_stops_while_the_loop_is_stuck() {
     let dir = scratch("appliance-notify");

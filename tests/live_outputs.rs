@@ -47,8 +47,7 @@ fn adding_and_removing_an_output_leaves_the_others_alone() {
             tokio::time::sleep(Duration::from_secs(4)).await;
             tx.send(EncoderCommand::RemoveOutput("b".into())).await.expect("send remove");
         });
-        let options =
-            RunOptions { duration: Some(Duration::from_secs(10)), on_sample: None, commands: Some(rx), preview: None };
+        let options = RunOptions { duration: Some(Duration::from_secs(10)), commands: Some(rx), ..Default::default() };
         run_encoder(valid, options, std::future::pending()).await.expect("encoder runs")
     });
     for rx in [&mut rx_a, &mut rx_b] {

@@ -44,7 +44,19 @@ function enter(status) {
   if (status) renderStatus(status);
   show(location.hash.slice(1) || 'status');
   startEvents();
+  initSim();
 }
+
+// ---------- simulated hardware (only under --sim) ----------
+async function initSim() {
+  const r = await api('GET', '/api/sim/gpio');
+  if (r.status !== 200) return;
+  $('#sim-card').hidden = false;
+  $('#sim-cable').checked = r.data.hdmi_cable !== false;
+}
+$('#sim-press').addEventListener('click', () => api('POST', '/api/sim/button', { hold_ms: 200 }));
+$('#sim-hold').addEventListener('click', () => api('POST', '/api/sim/button', { hold_ms: 3200 }));
+$('#sim-cable').addEventListener('change', (e) => api('POST', '/api/sim/signal', { present: e.target.checked }));
 
 $('#setup-form').addEventListener('submit', async (e) => {
   e.preventDefault();
@@ -160,7 +172,7 @@ function renderStatus(s) {
     list.append(li);
   }
   const img = $('#preview');
-  if (m.encoder && running) {
+  if (m.encoder && running && !(s.input && !s.input.signal)) {
     const now = Date.now();
     if (!img.dataset.at || now - img.dataset.at > 2000) {
       img.dataset.at = now;

@@ -114,6 +114,18 @@ try {
     await waitFor('the preview', () => page.evaluate(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }), 10000);
     check(true, `${label}: the preview shows the picture`);
     await shot('5-live');
+    if (label === 'desktop') {
+      // The simulated cable, from the panel: pulled, the status says there is no signal.
+      await page.waitForSelector('#sim-card:not([hidden])');
+      await page.uncheck('#sim-cable');
+      await page.waitForSelector('#input-format:text("No signal")', { timeout: 10000 });
+      await page.waitForSelector('#alerts li:text("no input signal")');
+      check(true, `${label}: pulling the simulated HDMI cable shows "No signal" and an alert`);
+      await shot('5b-no-signal');
+      await page.check('#sim-cable');
+      await page.waitForSelector('#state-word:text-is("Live")', { timeout: 10000 });
+      check(true, `${label}: plugged back, the box is live again`);
+    }
 
     // The link graph gains points.
     await page.click('nav a[data-page=link]');

@@ -4,6 +4,7 @@
 //! turns the machine's actions into starting and stopping media. It publishes a
 //! [`DaemonStatus`] for the API and beats a heartbeat the systemd watchdog thread checks.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -133,6 +134,9 @@ pub struct DaemonHandle {
     pub heartbeat: Heartbeat,
     /// The latest preview JPEG while the encoder runs.
     pub preview: telebridge_media::PreviewSlot,
+    /// The simulated HDMI cable under `--sim` (`true`: plugged in): pulled, the test pattern's
+    /// frames stop as a real input's do, and the same watch notices.
+    pub sim_cable: Option<Arc<AtomicBool>>,
 }
 
 impl DaemonHandle {
@@ -143,7 +147,8 @@ impl DaemonHandle {
 }
 
 enum MediaEvent {
-    Sample(Links, serde_json::Value),
+    /// Once a second: the links, whether the input has a signal (the encoder's), the sample.
+    Sample(Links, Option<bool>, serde_json::Value),
     Ended(Result<(), AppError>),
 }
 
@@ -151,6 +156,13 @@ struct Media {
     stop: Option<oneshot::Sender<()>>,
     commands: Option<mpsc::Sender<EncoderCommand>>,
     generation: u64,
+}
+
+/// What the daemon shares with the media it starts.
+#[derive(Clone)]
+struct MediaShared {
+    preview: telebridge_media::PreviewSlot,
+    cable: Option<Arc<AtomicBool>>,
 }
 
 fn unix_ms() -> u64 {
@@ -257,16 +269,20 @@ pub fn start(
             .map_err(|e| AppError::Runtime(format!("cannot start the GPIO thread: {e}")))?;
     }
 
-    let preview = telebridge_media::PreviewSlot::default();
+    let shared = MediaShared {
+        preview: telebridge_media::PreviewSlot::default(),
+        cable: sim.is_some().then(|| Arc::new(AtomicBool::new(true))),
+    };
     let handle = DaemonHandle {
         status: status_rx,
         commands: cmd_tx,
         sim,
         heartbeat: heartbeat.clone(),
-        preview: preview.clone(),
+        preview: shared.preview.clone(),
+        sim_cable: shared.cable.clone(),
     };
     let task =
-        tokio::spawn(main_loop(options, machine, patterns, status_tx, cmd_rx, heartbeat, started, preview, shutdown));
+        tokio::spawn(main_loop(options, machine, patterns, status_tx, cmd_rx, heartbeat, started, shared, shutdown));
     Ok((handle, task))
 }
 
@@ -286,7 +302,7 @@ async fn main_loop(
     mut commands: mpsc::Receiver<DaemonCommand>,
     heartbeat: Heartbeat,
     started: Instant,
-    preview: telebridge_media::PreviewSlot,
+    shared: MediaShared,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let now_ms = || started.elapsed().as_millis() as u64;
@@ -317,7 +333,7 @@ async fn main_loop(
                 match action {
                     Action::Start => {
                         generation += 1;
-                        media = Some(start_media(&config, generation, media_tx.clone(), preview.clone()));
+                        media = Some(start_media(&config, generation, media_tx.clone(), &shared));
                     }
                     Action::Stop => {
                         if let Some(mut m) = media.take() {
@@ -326,7 +342,7 @@ async fn main_loop(
                             }
                         }
                         last_sample = None;
-                        *preview.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                        *shared.preview.lock().unwrap_or_else(|p| p.into_inner()) = None;
                     }
                     Action::ShowSetup => {
                         let text = screen.setup_card(&config);
@@ -363,9 +379,12 @@ async fn main_loop(
                 // Events of media already stopped are stale.
                 if media.as_ref().is_some_and(|m| m.generation == generation_of) {
                     match e {
-                        MediaEvent::Sample(links, sample) => {
+                        MediaEvent::Sample(links, signal, sample) => {
                             last_sample = Some(sample);
                             events.push(Event::Links(links));
+                            if let Some(present) = signal.filter(|p| *p != machine.signal) {
+                                events.push(Event::Signal(present));
+                            }
                         }
                         MediaEvent::Ended(Ok(())) => {
                             media = None;
@@ -393,7 +412,7 @@ async fn main_loop(
                     config = *new;
                     if plan.restart_media && machine.state.running() {
                         generation += 1;
-                        media = Some(start_media(&config, generation, media_tx.clone(), preview.clone()));
+                        media = Some(start_media(&config, generation, media_tx.clone(), &shared));
                     }
                 }
             },
@@ -526,7 +545,7 @@ fn start_media(
     config: &ValidConfig,
     generation: u64,
     events: mpsc::UnboundedSender<(u64, MediaEvent)>,
-    preview: telebridge_media::PreviewSlot,
+    shared: &MediaShared,
 ) -> Media {
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let shutdown = async move {
@@ -536,14 +555,19 @@ fn start_media(
         Role::Encoder => {
             let (cmd_tx, cmd_rx) = mpsc::channel(16);
             let tx = events.clone();
+            let gate = match config.video_source {
+                telebridge_config::VideoSource::Test => shared.cable.clone(),
+                _ => None,
+            };
             let options = RunOptions {
                 duration: None,
                 on_sample: Some(Arc::new(move |s: &StatsSample| {
                     let v = serde_json::to_value(s).unwrap_or_default();
-                    let _ = tx.send((generation, MediaEvent::Sample(encoder_links(&s.outputs), v)));
+                    let _ = tx.send((generation, MediaEvent::Sample(encoder_links(&s.outputs), Some(s.signal), v)));
                 })),
                 commands: Some(cmd_rx),
-                preview: Some(preview),
+                preview: Some(shared.preview.clone()),
+                signal_gate: gate,
             };
             let config = config.clone();
             tokio::spawn(async move {
@@ -572,7 +596,7 @@ fn start_media(
                             duration: None,
                             on_sample: Some(Arc::new(move |s: &DecodeSample| {
                                 let v = serde_json::to_value(s).unwrap_or_default();
-                                let _ = tx.send((generation, MediaEvent::Sample(decoder_links(s), v)));
+                                let _ = tx.send((generation, MediaEvent::Sample(decoder_links(s), None, v)));
                             })),
                             loop_to: None,
                         };

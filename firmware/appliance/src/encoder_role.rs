@@ -15,6 +15,7 @@ use telebridge_media::{
 use tracing::{error, info, warn};
 
 use crate::outputs::Output;
+use crate::signal::{BridgeLink, SignalWatch};
 use crate::stats::{EncoderMeter, StatsSample, Summary};
 use crate::AppError;
 
@@ -41,6 +42,8 @@ pub struct RunOptions {
     pub commands: Option<tokio::sync::mpsc::Receiver<EncoderCommand>>,
     /// Keep a small JPEG of the picture here, once a second (the panel's preview).
     pub preview: Option<telebridge_media::PreviewSlot>,
+    /// The simulated HDMI cable (see `EncoderSettings::signal_gate`).
+    pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -69,6 +72,7 @@ pub async fn run_encoder(
     let choice = select_encoder(&config)?;
     let mut settings = EncoderSettings::from_config(&config, choice);
     settings.preview = options.preview.clone();
+    settings.signal_gate = options.signal_gate.clone();
     let fanout = TsFanout::default();
     let mut pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
 
@@ -103,10 +107,9 @@ pub async fn run_encoder(
 
     let mut meter = EncoderMeter::default();
     let mut last_sample = Instant::now();
-    let mut dv = match pipeline.capture_plan() {
-        Some(p) if p.kind == CaptureKind::HdmiBridge => Some(hdmi_timings(&config)),
-        _ => None,
-    };
+    let bridge = matches!(pipeline.capture_plan(), Some(p) if p.kind == CaptureKind::HdmiBridge);
+    let now_ms = || started.elapsed().as_millis() as u64;
+    let mut watch = SignalWatch::new(true, now_ms());
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut failure: Option<AppError> = None;
@@ -156,26 +159,36 @@ pub async fn run_encoder(
         if last_sample.elapsed() >= Duration::from_secs(1) {
             let interval = last_sample.elapsed();
             last_sample = Instant::now();
+            let counters = pipeline.counters();
+            let link = if bridge { bridge_link(&config) } else { None };
+            let verdict =
+                watch.look(counters.frames_captured.load(std::sync::atomic::Ordering::Relaxed), link, now_ms());
+            match verdict.changed {
+                Some(true) => info!("input signal back"),
+                Some(false) => warn!("input signal lost: no frames from the source"),
+                None => {}
+            }
             let sample = StatsSample {
                 t: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-                encoder: meter.sample(settings.encoder.kind.element(), &pipeline.counters(), interval),
+                signal: watch.present(),
+                encoder: meter.sample(settings.encoder.kind.element(), &counters, interval),
                 outputs: outputs.iter().map(|(_, o, _)| o.status().borrow().clone()).collect(),
             };
             if let Some(cb) = &options.on_sample {
                 cb(&sample);
             }
-            // An HDMI source that changes format: re-apply its timings and rebuild the capture.
-            if let Some(previous) = dv {
-                let now = hdmi_timings(&config);
-                if now != previous {
-                    warn!(before = ?previous, after = ?now, "HDMI input changed; rebuilding the capture pipeline");
-                    pipeline.stop(Duration::from_millis(200));
-                    drop(pipeline);
-                    pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
-                    *keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
-                    pipeline.start()?;
-                    dv = Some(hdmi_timings(&config));
-                }
+            // An HDMI source that changed format, or locked again without frames: apply its
+            // timings and rebuild the capture pipeline; the outputs and their connections stay.
+            if let Some(why) = verdict.restart {
+                warn!(reason = %why, "rebuilding the capture pipeline");
+                pipeline.stop(Duration::from_millis(200));
+                drop(pipeline);
+                pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
+                *keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
+                pipeline.start()?;
+                // The new pipeline counts from zero.
+                meter = EncoderMeter::default();
+                watch = SignalWatch::new(watch.present(), now_ms());
             }
         }
     }
@@ -198,9 +211,14 @@ pub async fn run_encoder(
     Ok(Summary { duration_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0, encoder, outputs: summary_outputs })
 }
 
-fn hdmi_timings(config: &ValidConfig) -> Option<capture_device::DvTimings> {
+/// What the HDMI bridge says of its input; `None` when it cannot be asked (the frames decide).
+fn bridge_link(config: &ValidConfig) -> Option<BridgeLink> {
     match &config.video_source {
-        telebridge_config::VideoSource::V4l2 { device } => capture_device::query_dv_timings(device).ok().flatten(),
+        telebridge_config::VideoSource::V4l2 { device } => match capture_device::query_dv_timings(device) {
+            Ok(Some(t)) => Some(BridgeLink::Locked(t)),
+            Ok(None) => Some(BridgeLink::NoLink),
+            Err(_) => None,
+        },
         _ => None,
     }
 }

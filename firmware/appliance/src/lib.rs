@@ -12,6 +12,7 @@ pub mod measure;
 pub mod outputs;
 pub mod relay_role;
 pub mod sd_notify;
+pub mod signal;
 pub mod state;
 pub mod stats;
 

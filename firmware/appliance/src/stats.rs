@@ -16,6 +16,8 @@ pub struct EncoderStats {
     pub fps: f64,
     /// Video bitrate over the last interval, kbit/s.
     pub bitrate_kbps: f64,
+    /// Frames that left the source so far (they stop when the input signal goes).
+    pub frames_captured: u64,
     /// Frames encoded so far.
     pub frames_encoded: u64,
     /// Frames dropped before encoding so far.
@@ -31,6 +33,8 @@ pub struct EncoderStats {
 pub struct StatsSample {
     /// Seconds since start.
     pub t: f64,
+    /// Frames arrive from the source (see [`crate::signal`]).
+    pub signal: bool,
     /// The encoder.
     pub encoder: EncoderStats,
     /// Each output.
@@ -63,8 +67,9 @@ impl EncoderMeter {
         let secs = interval.as_secs_f64().max(1e-3);
         let s = EncoderStats {
             element: element.to_string(),
-            fps: round1((frames - self.last_frames) as f64 / secs),
-            bitrate_kbps: round1((bytes - self.last_bytes) as f64 * 8.0 / 1000.0 / secs),
+            fps: round1(frames.saturating_sub(self.last_frames) as f64 / secs),
+            bitrate_kbps: round1(bytes.saturating_sub(self.last_bytes) as f64 * 8.0 / 1000.0 / secs),
+            frames_captured: c.frames_captured.load(Ordering::Relaxed),
             frames_encoded: frames,
             frames_dropped: c.frames_dropped.load(Ordering::Relaxed),
             keyframes: c.keyframes.load(Ordering::Relaxed),

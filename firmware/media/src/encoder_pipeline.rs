@@ -55,6 +55,9 @@ pub struct EncoderSettings {
     /// Where to keep a small JPEG of the picture, made at most once a second (the panel's
     /// preview); `None` makes none.
     pub preview: Option<PreviewSlot>,
+    /// While this holds `false` the source's frames are thrown away as they leave it, as if the
+    /// HDMI cable were out: the simulated cable of `telebridge run --sim`. `None`: no gate.
+    pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// The latest preview picture: a JPEG at most [`PREVIEW_WIDTH`] wide, replaced once a second.
@@ -81,6 +84,7 @@ impl EncoderSettings {
             encoder,
             frames_from_app: false,
             preview: None,
+            signal_gate: None,
         }
     }
 
@@ -361,8 +365,14 @@ fn add_video_source(
     counters: &Arc<EncoderCounters>,
 ) -> Result<(gst::Element, Option<CapturePlan>), MediaError> {
     let captured = counters.clone();
+    let gate = s.signal_gate.clone();
     let count = move |pad: &gst::Pad| {
+        let gate = gate.clone();
+        let captured = captured.clone();
         pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+            if gate.as_ref().is_some_and(|g| !g.load(Ordering::Relaxed)) {
+                return gst::PadProbeReturn::Drop;
+            }
             captured.frames_captured.fetch_add(1, Ordering::Relaxed);
             gst::PadProbeReturn::Ok
         });
@@ -687,6 +697,7 @@ mod tests {
             encoder: EncoderChoice { kind: EncoderKind::X264enc, reason: String::new() },
             frames_from_app: false,
             preview: None,
+            signal_gate: None,
         };
         assert_eq!(s(1000, 30).keyframe_frames(), 30);
         assert_eq!(s(2000, 25).keyframe_frames(), 50);

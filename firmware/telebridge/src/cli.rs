@@ -393,7 +393,7 @@ fn encode(args: EncodeArgs) -> ExitCode {
     }
     let json = args.stats == Some(StatsFormat::Json);
     let on_sample: Option<telebridge_appliance::SampleCallback> = if json { Some(Arc::new(print_json)) } else { None };
-    let options = RunOptions { duration: args.duration, on_sample, commands: None, preview: None };
+    let options = RunOptions { duration: args.duration, on_sample, ..Default::default() };
     run_async(telebridge_appliance::run_encoder(valid, options, shutdown_signal()), |summary| {
         print_summary(json, &summary)
     })

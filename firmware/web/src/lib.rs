@@ -118,7 +118,8 @@ pub fn router(state: AppState) -> Router {
         r = r
             .route("/api/sim/gpio", get(sim_gpio))
             .route("/api/sim/button", post(sim_button))
-            .route("/api/sim/stall", post(sim_stall));
+            .route("/api/sim/stall", post(sim_stall))
+            .route("/api/sim/signal", post(sim_signal));
     }
     r.layer(middleware::from_fn(csrf)).with_state(state)
 }
@@ -643,8 +644,35 @@ async fn sim_gpio(State(s): State<AppState>) -> Response {
         leds.insert(name.clone(), json!(state.leds[i]));
         shown.insert(name, serde_json::to_value(patterns[i]).unwrap_or_default());
     }
-    Json(json!({ "backend": "sim", "leds": leds, "patterns": shown, "button_pressed": state.button_pressed }))
-        .into_response()
+    let cable = s.daemon.sim_cable.as_ref().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+    Json(json!({
+        "backend": "sim",
+        "leds": leds,
+        "patterns": shown,
+        "button_pressed": state.button_pressed,
+        "hdmi_cable": cable,
+    }))
+    .into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignalBody {
+    present: bool,
+}
+
+/// Plugs the simulated HDMI cable in or pulls it out: pulled, the test pattern stops sending
+/// frames (as a real input does) and the box notices within a couple of seconds.
+async fn sim_signal(State(s): State<AppState>, body: Option<Json<SignalBody>>) -> Response {
+    let Some(Json(body)) = body else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"present\": true|false}");
+    };
+    let Some(cable) = s.daemon.sim_cable.as_ref() else {
+        return error(StatusCode::NOT_FOUND, "no simulated HDMI cable");
+    };
+    cable.store(body.present, std::sync::atomic::Ordering::Relaxed);
+    info!(plugged_in = body.present, "simulated HDMI cable");
+    Json(json!({ "hdmi_cable": body.present })).into_response()
 }
 
 #[derive(Deserialize)]

@@ -39,6 +39,8 @@ pub fn render(s: &DaemonStatus) -> String {
     }
     o.head("telebridge_uptime_seconds", "counter", "Seconds since the daemon started");
     o.val("telebridge_uptime_seconds", "", s.uptime_s as f64);
+    o.head("telebridge_input_signal", "gauge", "1 while the input has a signal (frames arrive from the source)");
+    o.val("telebridge_input_signal", "", if s.input.signal { 1.0 } else { 0.0 });
     let media = s.media.as_ref().cloned().unwrap_or(Value::Null);
     if let Some(e) = media.get("encoder") {
         if e.get("frames_encoded").is_some() {
