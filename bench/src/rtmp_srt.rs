@@ -59,6 +59,7 @@ pub struct Pair {
     rtt_ms: f64,
     bitrate_kbps: u32,
     encoder_kbps: f64,
+    srt_rtt_factor: f64,
     srt_latency_ms: u32,
     srt_frames: u64,
     srt_p50: f64,
@@ -95,9 +96,13 @@ impl Pair {
     }
 }
 
-fn srt_latency_for(rtt_ms: f64) -> u32 {
-    ((rtt_ms * 4.0).ceil() as u32).max(120)
+/// SRT's latency for a link: `factor` x RTT, at least libsrt's default of 120 ms.
+fn srt_latency_for(rtt_ms: f64, factor: f64) -> u32 {
+    ((rtt_ms * factor).ceil() as u32).max(120)
 }
+
+/// The bitrate benchmark's SRT latency: 4 x RTT, Haivision's preset for lossy links.
+pub const BITRATE_RTT_FACTOR: f64 = 4.0;
 
 fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
@@ -115,6 +120,7 @@ pub async fn run_pair(
     bitrate_kbps: u32,
     seconds: u64,
     sides: Sides,
+    rtt_factor: f64,
 ) -> anyhow::Result<Pair> {
     let p = Profiles::load(profiles)?.get(profile)?.clone();
     let bin = crate::telebridge()?;
@@ -127,7 +133,7 @@ pub async fn run_pair(
     )
     .await
     .context("IP mode needs root and /dev/net/tun")?;
-    let tag = format!("{profile}-{bitrate_kbps}-{sides:?}").to_lowercase();
+    let tag = format!("{profile}-{bitrate_kbps}-{sides:?}-{rtt_factor}x").to_lowercase();
     let nginx_dir = std::env::current_dir()?.join(out).join(format!("nginx-{tag}"));
     std::fs::create_dir_all(nginx_dir.join("logs"))?;
     std::fs::write(nginx_dir.join("nginx.conf"), NGINX_CONF)?;
@@ -135,7 +141,7 @@ pub async fn run_pair(
         link.in_b("nginx").arg("-p").arg(&nginx_dir).arg("-c").arg(nginx_dir.join("nginx.conf")),
         &nginx_dir.join("stdout"),
     )?;
-    let latency = srt_latency_for(p.rtt_ms);
+    let latency = srt_latency_for(p.rtt_ms, rtt_factor);
     let run_s = seconds + 6;
     let dec_out = out.join(format!("pair-{tag}-decoder.jsonl"));
     let rtmp_out = out.join(format!("pair-{tag}-rtmp.csv"));
@@ -225,6 +231,7 @@ pub async fn run_pair(
         rtt_ms: p.rtt_ms,
         bitrate_kbps,
         encoder_kbps: enc["encoder"]["bitrate_kbps"].as_f64().unwrap_or(0.0),
+        srt_rtt_factor: rtt_factor,
         srt_latency_ms: latency,
         srt_frames: dec["decoder"]["frames_decoded"].as_u64().unwrap_or(0),
         srt_p50: dec["latency"]["p50_ms"].as_f64().unwrap_or(0.0),
@@ -247,31 +254,43 @@ pub async fn run_pair(
 }
 
 /// Benchmark 1: latency per profile at 2 Mbit/s.
-pub async fn latency(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()> {
+pub async fn latency(profiles: &Path, out: &Path, quick: bool, rtt_factors: &[f64]) -> anyhow::Result<()> {
     let (list, seconds): (&[&str], u64) = if quick { (&["metro-17ms"], 20) } else { (&PROFILES, 40) };
+    let factors: &[f64] = if quick { &rtt_factors[..1.min(rtt_factors.len())] } else { rtt_factors };
+    anyhow::ensure!(
+        !factors.is_empty() && factors.iter().all(|f| (1.0..=20.0).contains(f)),
+        "--rtt-factors: {rtt_factors:?}: give one or more factors from 1 to 20"
+    );
     let mut pairs = Vec::new();
     for profile in list {
-        eprintln!("latency: {profile}, 2 Mbit/s, {seconds} s, SRT and RTMP side by side ...");
-        pairs.push(
-            run_pair(profiles, out, profile, 2000, seconds, Sides::Both).await.with_context(|| profile.to_string())?,
-        );
+        for &factor in factors {
+            eprintln!("latency: {profile}, 2 Mbit/s, {seconds} s, SRT at {factor} x RTT and RTMP side by side ...");
+            pairs.push(
+                run_pair(profiles, out, profile, 2000, seconds, Sides::Both, factor)
+                    .await
+                    .with_context(|| format!("{profile}, {factor} x RTT"))?,
+            );
+        }
     }
     let mut csv = String::from(
-        "profile,rtt_ms,srt_latency_setting_ms,srt_p50_ms,srt_max_ms,srt_frames,rtmp_p50_ms,rtmp_max_ms,rtmp_frames,rtmp_frames_missing,ratio\n",
+        "profile,rtt_ms,srt_rtt_factor,srt_latency_setting_ms,srt_p50_ms,srt_max_ms,srt_frames,srt_frames_missing,srt_packets_dropped,rtmp_p50_ms,rtmp_max_ms,rtmp_frames,rtmp_frames_missing,ratio\n",
     );
-    println!("| profile | RTT | SRT latency setting | SRT p50 / max | RTMP p50 / max (buffer needed) | RTMP / SRT (max) | SRT frames missing | RTMP frames missing | link A to B: packets lost / sent |");
+    println!("| profile | RTT | SRT latency setting | SRT p50 / max | RTMP p50 / max (buffer needed) | RTMP / SRT (max) | SRT frames missing (packets dropped) | RTMP frames missing | link A to B: packets lost / sent |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for r in &pairs {
         let ratio = if r.srt_max > 0.0 { r.rtmp_max / r.srt_max } else { 0.0 };
         let _ = writeln!(
             csv,
-            "{},{},{},{:.1},{:.1},{},{:.1},{:.1},{},{},{:.2}",
+            "{},{},{},{},{:.1},{:.1},{},{},{},{:.1},{:.1},{},{},{:.2}",
             r.profile,
             r.rtt_ms,
+            r.srt_rtt_factor,
             r.srt_latency_ms,
             r.srt_p50,
             r.srt_max,
             r.srt_frames,
+            r.srt_frames_missing,
+            r.srt_dropped,
             r.rtmp_p50,
             r.rtmp_max,
             r.rtmp_frames,
@@ -279,9 +298,10 @@ pub async fn latency(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
             ratio
         );
         println!(
-            "| {} | {} ms | {} ms | {:.0} / {:.0} ms | {:.0} / {:.0} ms | {:.2} x | {} | {} | {} / {} |",
+            "| {} | {} ms | {} x = {} ms | {:.0} / {:.0} ms | {:.0} / {:.0} ms | {:.2} x | {} ({}) | {} | {} / {} |",
             r.profile,
             r.rtt_ms,
+            r.srt_rtt_factor,
             r.srt_latency_ms,
             r.srt_p50,
             r.srt_max,
@@ -289,16 +309,19 @@ pub async fn latency(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
             r.rtmp_max,
             ratio,
             r.srt_frames_missing,
+            r.srt_dropped,
             r.rtmp_frames_missing,
             r.link_dropped,
             r.link_packets
         );
     }
     std::fs::write(out.join("latency-srt-rtmp.csv"), csv)?;
+    // Per frame, from the runs at the first factor.
     let series: Vec<Series> = pairs
         .iter()
+        .filter(|r| r.srt_rtt_factor == factors[0])
         .map(|r| Series { label: format!("RTMP, {}", r.profile), points: r.rtmp_series.clone() })
-        .chain(pairs.iter().map(|r| Series {
+        .chain(pairs.iter().filter(|r| r.srt_rtt_factor == factors[0]).map(|r| Series {
             label: format!("SRT p50, {}", r.profile),
             points: vec![(0.0, r.srt_p50), (r.rtmp_series.last().map(|p| p.0).unwrap_or(1.0), r.srt_p50)],
         }))
@@ -310,7 +333,33 @@ pub async fn latency(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
         "ms",
         &series,
     )?;
-    println!("\nCSV: {0}/latency-srt-rtmp.csv; plot: {0}/latency-srt-rtmp.png", out.display());
+    // Against RTT: SRT's worst frame at each factor, and the buffer RTMP needed (every run).
+    let mut by_rtt: Vec<Series> = factors
+        .iter()
+        .map(|f| Series {
+            label: format!("SRT max, latency {f} x RTT"),
+            points: pairs.iter().filter(|r| r.srt_rtt_factor == *f).map(|r| (r.rtt_ms, r.srt_max)).collect(),
+        })
+        .collect();
+    by_rtt.push(Series {
+        label: "RTMP max (buffer needed), mean of its runs".into(),
+        points: list
+            .iter()
+            .filter_map(|p| {
+                let runs: Vec<&Pair> = pairs.iter().filter(|r| r.profile == *p).collect();
+                let rtt = runs.first()?.rtt_ms;
+                Some((rtt, runs.iter().map(|r| r.rtmp_max).sum::<f64>() / runs.len() as f64))
+            })
+            .collect(),
+    });
+    plot::lines(
+        &out.join("latency-vs-rtt.png"),
+        "Worst-frame latency against RTT, 2 Mbit/s: SRT per latency factor, RTMP",
+        "RTT, ms",
+        "ms",
+        &by_rtt,
+    )?;
+    println!("\nCSV: {0}/latency-srt-rtmp.csv; plots: {0}/latency-srt-rtmp.png, {0}/latency-vs-rtt.png", out.display());
     if quick {
         for r in &pairs {
             anyhow::ensure!(r.srt_frames > 300 && r.rtmp_frames > 300, "{}: too few frames: {r:?}", r.profile);
@@ -336,9 +385,12 @@ pub async fn bitrate(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result
         for &rate in rates {
             eprintln!("bitrate: {profile}, {} Mbit/s, {seconds} s ...", rate / 1000);
             let what = |side: &str| format!("{profile} {rate} {side}");
-            let srt = run_pair(profiles, out, profile, rate, seconds, Sides::Srt).await.with_context(|| what("SRT"))?;
-            let rtmp =
-                run_pair(profiles, out, profile, rate, seconds, Sides::Rtmp).await.with_context(|| what("RTMP"))?;
+            let srt = run_pair(profiles, out, profile, rate, seconds, Sides::Srt, BITRATE_RTT_FACTOR)
+                .await
+                .with_context(|| what("SRT"))?;
+            let rtmp = run_pair(profiles, out, profile, rate, seconds, Sides::Rtmp, BITRATE_RTT_FACTOR)
+                .await
+                .with_context(|| what("RTMP"))?;
             pairs.push(Pair {
                 rtmp_frames: rtmp.rtmp_frames,
                 rtmp_p50: rtmp.rtmp_p50,
