@@ -244,6 +244,9 @@ fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
                 "mpegts",
             ])
             .arg(f);
+            // One at a time: GStreamer's SRT listener queues a single pending caller (backlog 1),
+            // and ffmpeg does not call again when libsrt rejects it for "backlog exceeded".
+            std::thread::sleep(Duration::from_millis(500));
             Proc::spawn(cmd, &dir, &format!("caller{i}"))
         })
         .collect();

@@ -12,6 +12,9 @@ pub enum RejectReason {
     BadPassphrase,
     /// One end encrypts and the other does not.
     EncryptionMismatch,
+    /// More callers arrived at once than the listener queues (GStreamer's SRT elements listen
+    /// with a backlog of one); the caller should call again.
+    Backlog,
     /// Anything else, with libsrt's words.
     Other(String),
 }
@@ -22,6 +25,9 @@ impl std::fmt::Display for RejectReason {
             RejectReason::BadPassphrase => f.write_str("passphrase rejected: the two ends have different passphrases"),
             RejectReason::EncryptionMismatch => f.write_str(
                 "passphrase rejected: one end encrypts and the other does not (set the same passphrase on both)",
+            ),
+            RejectReason::Backlog => f.write_str(
+                "connection rejected: callers arrived at the same moment and the listener queues one at a time; the caller must call again (Telebridge decoders do)",
             ),
             RejectReason::Other(s) => write!(f, "connection rejected: {s}"),
         }
@@ -38,6 +44,8 @@ pub fn classify(line: &str) -> Option<RejectReason> {
         Some(RejectReason::BadPassphrase)
     } else if l.contains("unsecure") || l.contains("password required") || l.contains("encryption") {
         Some(RejectReason::EncryptionMismatch)
+    } else if l.contains("backlog") {
+        Some(RejectReason::Backlog)
     } else {
         // libsrt ends these lines with its reason: "rsp(REJECT): 1003 - System resource ...".
         let reason = line.rsplit(" - ").next().or_else(|| line.rsplit(':').next()).unwrap_or(line);
@@ -112,6 +120,14 @@ mod tests {
         assert_eq!(
             classify("processConnectRequest: rsp(REJECT): 1003 - System resource allocation failure"),
             Some(RejectReason::Other("System resource allocation failure".into()))
+        );
+        assert_eq!(
+            classify("processConnectRequest: rsp(REJECT): 1007 - Listener's backlog exceeded"),
+            Some(RejectReason::Backlog)
+        );
+        assert_eq!(
+            classify("processAsyncConnectRequest: REJECT reported from HS processing: Listener's backlog exceeded - not processing further"),
+            Some(RejectReason::Backlog)
         );
         assert_eq!(classify("epoll/update: IPE: update struck E1 which is NOT SUBSCRIBED to @1"), None);
     }
