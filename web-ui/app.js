@@ -227,6 +227,7 @@ function startEvents() {
       lastStatus.media = d.media;
       lastStatus.led_patterns = d.leds;
       lastStatus.alerts = d.alerts;
+      lastStatus.input = d.input;
       renderStatus(lastStatus);
     }
     appendSample(d);

@@ -273,9 +273,9 @@ pub async fn latency(profiles: &Path, out: &Path, quick: bool, rtt_factors: &[f6
         }
     }
     let mut csv = String::from(
-        "profile,rtt_ms,srt_rtt_factor,srt_latency_setting_ms,srt_p50_ms,srt_max_ms,srt_frames,srt_frames_missing,srt_packets_dropped,rtmp_p50_ms,rtmp_max_ms,rtmp_frames,rtmp_frames_missing,ratio\n",
+        "profile,rtt_ms,srt_rtt_factor,srt_latency_setting_ms,srt_p50_ms,srt_max_ms,srt_frames,srt_frames_missing,srt_ts_gaps,rtmp_p50_ms,rtmp_max_ms,rtmp_frames,rtmp_frames_missing,ratio\n",
     );
-    println!("| profile | RTT | SRT latency setting | SRT p50 / max | RTMP p50 / max (buffer needed) | RTMP / SRT (max) | SRT frames missing (packets dropped) | RTMP frames missing | link A to B: packets lost / sent |");
+    println!("| profile | RTT | SRT latency setting | SRT p50 / max | RTMP p50 / max (buffer needed) | RTMP / SRT (max) | SRT lost for good: frames (TS gaps) | RTMP frames lost | link A to B: packets lost / sent |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for r in &pairs {
         let ratio = if r.srt_max > 0.0 { r.rtmp_max / r.srt_max } else { 0.0 };
@@ -290,7 +290,7 @@ pub async fn latency(profiles: &Path, out: &Path, quick: bool, rtt_factors: &[f6
             r.srt_max,
             r.srt_frames,
             r.srt_frames_missing,
-            r.srt_dropped,
+            r.srt_ts_missing,
             r.rtmp_p50,
             r.rtmp_max,
             r.rtmp_frames,
@@ -309,7 +309,7 @@ pub async fn latency(profiles: &Path, out: &Path, quick: bool, rtt_factors: &[f6
             r.rtmp_max,
             ratio,
             r.srt_frames_missing,
-            r.srt_dropped,
+            r.srt_ts_missing,
             r.rtmp_frames_missing,
             r.link_dropped,
             r.link_packets

@@ -449,8 +449,7 @@ async fn events(State(s): State<AppState>) -> Sse<impl futures_util::Stream<Item
                 }
                 if last_sample.elapsed() >= Duration::from_secs(1) {
                     last_sample = Instant::now();
-                    let data =
-                        json!({ "state": state, "leds": st.led_patterns, "media": st.media, "alerts": st.alerts });
+                    let data = json!({ "state": state, "leds": st.led_patterns, "media": st.media, "alerts": st.alerts, "input": st.input });
                     let ev = SseEvent::default().event("sample").json_data(&data).unwrap_or_default();
                     return Some((Ok(ev), (rx, last_state, last_sample)));
                 }
