@@ -176,6 +176,47 @@ fn a_pulled_hdmi_cable_degrades_with_no_signal_and_plugging_it_back_recovers() {
     assert_eq!(code, 422, "{body}");
 }
 
+/// The box reads its own link: an SRT output with 120 ms of latency over a 200 ms RTT link (the
+/// link emulator between the box and srt-live-transmit) gets an alert naming the latency to set.
+#[test]
+fn srt_latency_too_small_for_the_measured_rtt_is_an_alert_with_the_number_to_set() {
+    let _guard = serial();
+    let dir = scratch("appliance-advice");
+    let (slt_port, http_port) = (free_udp_port(), free_tcp_port());
+    let _slt = slt_to_file(&format!("srt://:{slt_port}?mode=listener"), &dir.join("received.ts"), &dir, "slt");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let link = linkemu::LinkParams { one_way_delay: Duration::from_millis(100), ..Default::default() };
+    let relay = runtime
+        .block_on(linkemu::relay::start(
+            "127.0.0.1:0".parse().unwrap(),
+            format!("127.0.0.1:{slt_port}").parse().unwrap(),
+            linkemu::Impairment::new(link.clone(), Vec::new(), 1),
+            linkemu::Impairment::new(link, Vec::new(), 2),
+        ))
+        .unwrap();
+    let url = format!("srt://127.0.0.1:{}?latency=120", relay.listen.port());
+    let _box = run_sim(&dir, "box", http_port, &["--output", &url, "--start-live"], &[]);
+    let advice = |s: &serde_json::Value| {
+        s["alerts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str())
+            .find(|a| a.contains("SRT latency"))
+            .map(str::to_string)
+    };
+    let seen = wait_for(Duration::from_secs(20), || advice(&get_json(http_port, "/api/status")).is_some());
+    let status = get_json(http_port, "/api/status");
+    assert!(seen.is_some(), "no latency advice: {status}");
+    let text = advice(&status).unwrap();
+    eprintln!("{text}");
+    assert!(text.contains("SRT latency 120 ms is under 2.5 x the measured RTT of 2"), "{text}");
+    // 4 x a measured RTT of about 200 ms.
+    let suggested: u32 =
+        text.split("latency=").nth(1).and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    assert!((780..=1000).contains(&suggested), "{text}");
+}
+
 #[test]
 fn systemd_hears_ready_and_a_watchdog_that_stops_while_the_loop_is_stuck() {
     let dir = scratch("appliance-notify");

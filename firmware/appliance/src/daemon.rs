@@ -97,12 +97,32 @@ fn alerts(machine: &Machine, media: Option<&serde_json::Value>, pending: &[&'sta
             out.push(format!("{name}: {reason} (retrying)"));
         } else if o["state"] == "failed" {
             out.push(format!("{name}: {reason} (stopped; fix it and save the settings again)"));
+        } else if o["state"] == "live" && o["kind"] == "srt" {
+            out.extend(latency_advice(name, &o["srt"]));
         }
+    }
+    // The decoder's SRT input.
+    if let Some(input) = media.and_then(|m| m.get("input")).filter(|i| i["state"] == "receiving") {
+        out.extend(latency_advice(input["url"].as_str().unwrap_or("the SRT input"), &input["srt"]));
     }
     for p in pending {
         out.push(format!("{p} changed: it takes effect after a restart"));
     }
     out
+}
+
+/// An SRT link whose latency is too small for the RTT it measures (see [`crate::advice`]).
+fn latency_advice(name: &str, srt: &serde_json::Value) -> Option<String> {
+    // libsrt starts from a nominal 100 ms RTT; trust the figure once a few seconds of ACKs
+    // (a sender gets one every 10 ms) or of packets (a receiver) have refined it.
+    let settled =
+        srt["acks_received"].as_i64().unwrap_or(0) >= 300 || srt["packets_received"].as_i64().unwrap_or(0) >= 1500;
+    if !settled {
+        return None;
+    }
+    let latency = srt["negotiated_latency_ms"].as_i64().unwrap_or(0);
+    let rtt = srt["rtt_ms"].as_f64().unwrap_or(0.0);
+    crate::advice::srt_latency(latency, rtt).map(|a| format!("{name}: {a}"))
 }
 
 /// Commands to the daemon.

@@ -1,6 +1,7 @@
 //! The orchestrator: the only crate that knows every component. It wires the encoder pipeline
 //! (media) to SRT outputs (srt) and publishes statistics.
 
+pub mod advice;
 mod changes;
 pub mod config_store;
 pub mod daemon;
