@@ -583,7 +583,7 @@ fn start_media(
                 duration: None,
                 on_sample: Some(Arc::new(move |s: &StatsSample| {
                     let v = serde_json::to_value(s).unwrap_or_default();
-                    let _ = tx.send((generation, MediaEvent::Sample(encoder_links(&s.outputs), Some(s.signal), v)));
+                    let _ = tx.send((generation, MediaEvent::Sample(encoder_links(&s.outputs), s.signal, v)));
                 })),
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),

@@ -109,7 +109,7 @@ pub async fn run_encoder(
     let mut last_sample = Instant::now();
     let bridge = matches!(pipeline.capture_plan(), Some(p) if p.kind == CaptureKind::HdmiBridge);
     let now_ms = || started.elapsed().as_millis() as u64;
-    let mut watch = SignalWatch::new(true, now_ms());
+    let mut watch = SignalWatch::new(now_ms());
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut failure: Option<AppError> = None;
@@ -188,7 +188,7 @@ pub async fn run_encoder(
                 pipeline.start()?;
                 // The new pipeline counts from zero.
                 meter = EncoderMeter::default();
-                watch = SignalWatch::new(watch.present(), now_ms());
+                watch = SignalWatch::new(now_ms());
             }
         }
     }

@@ -38,7 +38,7 @@ pub struct Verdict {
 /// Watches one run of the media (start a new watch for every start).
 #[derive(Debug, Clone)]
 pub struct SignalWatch {
-    present: bool,
+    present: Option<bool>,
     started_ms: u64,
     frames: Option<u64>,
     last_frame_ms: Option<u64>,
@@ -47,13 +47,21 @@ pub struct SignalWatch {
 }
 
 impl SignalWatch {
-    /// A watch over media started at `now_ms`; `present` is what the box believed before.
-    pub fn new(present: bool, now_ms: u64) -> Self {
-        Self { present, started_ms: now_ms, frames: None, last_frame_ms: None, timings: None, locked_since_ms: None }
+    /// A watch over media started at `now_ms`. It has no opinion until the first frame, or
+    /// until the first frame is overdue, so a box keeps what it believed before the start.
+    pub fn new(now_ms: u64) -> Self {
+        Self {
+            present: None,
+            started_ms: now_ms,
+            frames: None,
+            last_frame_ms: None,
+            timings: None,
+            locked_since_ms: None,
+        }
     }
 
-    /// Whether the watch believes a signal is present.
-    pub fn present(&self) -> bool {
+    /// Whether a signal is present; `None` before the watch knows.
+    pub fn present(&self) -> Option<bool> {
         self.present
     }
 
@@ -65,16 +73,17 @@ impl SignalWatch {
         }
         self.frames = Some(frames_captured);
         let flowing = match self.last_frame_ms {
-            Some(t) => now_ms.saturating_sub(t) < STALL_MS,
-            // Nothing yet: keep believing what the box believed until the first frame is overdue.
-            None => self.present && now_ms.saturating_sub(self.started_ms) < FIRST_FRAME_MS,
+            Some(t) => Some(now_ms.saturating_sub(t) < STALL_MS),
+            // Nothing yet: no opinion until the first frame is overdue.
+            None if now_ms.saturating_sub(self.started_ms) < FIRST_FRAME_MS => None,
+            None => Some(false),
         };
         let mut restart = None;
         let present = match bridge {
             None => flowing,
             Some(BridgeLink::NoLink) => {
                 self.locked_since_ms = None;
-                false
+                Some(false)
             }
             Some(BridgeLink::Locked(t)) => {
                 let since = *self.locked_since_ms.get_or_insert(now_ms);
@@ -86,14 +95,16 @@ impl SignalWatch {
                     }
                     Some(_) => {}
                 }
-                if restart.is_none() && !flowing && now_ms.saturating_sub(since) >= REARM_MS {
+                if restart.is_none() && flowing != Some(true) && now_ms.saturating_sub(since) >= REARM_MS {
                     restart = Some(format!("the HDMI bridge has a {} signal but no frames arrive", describe(&t)));
                 }
                 flowing
             }
         };
-        let changed = (present != self.present).then_some(present);
-        self.present = present;
+        let changed = present.filter(|p| self.present != Some(*p));
+        if present.is_some() {
+            self.present = present;
+        }
         Verdict { changed, restart }
     }
 }
@@ -119,39 +130,40 @@ mod tests {
 
     #[test]
     fn frames_that_stop_mean_the_signal_went_and_frames_again_that_it_came_back() {
-        let mut w = SignalWatch::new(true, 0);
+        let mut w = SignalWatch::new(0);
         let v = looks(&mut w, &[(30, None), (60, None), (60, None), (60, None), (90, None), (120, None)]);
         let changes: Vec<_> = v.iter().map(|v| v.changed).collect();
-        // 60 at 2 s, still 60 at 3 s (1 s: not yet), at 4 s (2 s >= 1.5 s: gone), 90 at 5 s: back.
-        assert_eq!(changes, vec![None, None, None, Some(false), Some(true), None]);
+        // Frames at 1 s: present. 60 at 2 s, still 60 at 3 s (1 s: not yet), at 4 s (2 s >= 1.5 s:
+        // gone), 90 at 5 s: back.
+        assert_eq!(changes, vec![Some(true), None, None, Some(false), Some(true), None]);
         assert!(v.iter().all(|v| v.restart.is_none()));
     }
 
     #[test]
     fn a_slow_start_is_not_a_lost_signal_but_a_start_without_frames_is() {
-        let mut w = SignalWatch::new(true, 0);
+        let mut w = SignalWatch::new(0);
         let v = looks(&mut w, &[(0, None), (0, None), (0, None), (0, None), (0, None), (0, None)]);
         let changes: Vec<_> = v.iter().map(|v| v.changed).collect();
         assert_eq!(changes, vec![None, None, None, None, Some(false), None], "lost at 5 s, not before");
-        // A box that had lost the signal before this start says so until frames come.
-        let mut w = SignalWatch::new(false, 0);
-        assert_eq!(w.look(0, None, 1000).changed, None);
+        // No opinion before the first frame, so a box keeps what it believed; then present.
+        let mut w = SignalWatch::new(0);
+        assert_eq!((w.look(0, None, 1000).changed, w.present()), (None, None));
         assert_eq!(w.look(25, None, 2000).changed, Some(true));
     }
 
     #[test]
     fn the_bridge_losing_its_link_is_believed_at_once() {
-        let mut w = SignalWatch::new(true, 0);
+        let mut w = SignalWatch::new(0);
         let locked = Some(BridgeLink::Locked(P1080));
         let v = looks(&mut w, &[(60, locked), (120, Some(BridgeLink::NoLink)), (130, locked), (190, locked)]);
         let changes: Vec<_> = v.iter().map(|v| v.changed).collect();
-        assert_eq!(changes, vec![None, Some(false), Some(true), None]);
+        assert_eq!(changes, vec![Some(true), Some(false), Some(true), None]);
         assert!(v.iter().all(|v| v.restart.is_none()));
     }
 
     #[test]
     fn a_new_resolution_restarts_the_capture() {
-        let mut w = SignalWatch::new(true, 0);
+        let mut w = SignalWatch::new(0);
         let v = looks(
             &mut w,
             &[
@@ -165,7 +177,7 @@ mod tests {
 
     #[test]
     fn a_lock_without_frames_rearms_the_capture_after_three_seconds() {
-        let mut w = SignalWatch::new(true, 0);
+        let mut w = SignalWatch::new(0);
         let locked = Some(BridgeLink::Locked(P1080));
         let v = looks(
             &mut w,
@@ -175,6 +187,6 @@ mod tests {
         // Locked again at 3 s; 3 s later (6 s) with no frame since 1 s: start the capture again.
         assert_eq!(restarts, vec![false, false, false, false, false, true]);
         assert_eq!(v[5].restart.as_deref(), Some("the HDMI bridge has a 1920x1080p60 signal but no frames arrive"));
-        assert!(!w.present());
+        assert_eq!(w.present(), Some(false));
     }
 }

@@ -33,8 +33,9 @@ pub struct EncoderStats {
 pub struct StatsSample {
     /// Seconds since start.
     pub t: f64,
-    /// Frames arrive from the source (see [`crate::signal`]).
-    pub signal: bool,
+    /// Frames arrive from the source (see [`crate::signal`]); `null` until the first frame, or
+    /// until it is overdue.
+    pub signal: Option<bool>,
     /// The encoder.
     pub encoder: EncoderStats,
     /// Each output.
