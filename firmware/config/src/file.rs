@@ -3,6 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::Config;
@@ -38,7 +39,12 @@ pub fn load(path: &Path) -> Result<Config, LoadError> {
         .map_err(|e| LoadError::Parse { path: path.to_path_buf(), message: e.to_string().trim_end().to_string() })
 }
 
-/// Writes `config` to `path` atomically and keeps the file it replaces as `path.prev`.
+/// The mode of the file and of its `.prev`: it holds the password hash and the stream secrets,
+/// so only its owner (root on the box) may read it.
+pub const FILE_MODE: u32 = 0o600;
+
+/// Writes `config` to `path` atomically (mode 0600, whatever the file had) and keeps the file it
+/// replaces as `path.prev` (also 0600).
 pub fn save_atomic(path: &Path, config: &Config) -> io::Result<()> {
     let text = toml::to_string_pretty(config).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -46,13 +52,16 @@ pub fn save_atomic(path: &Path, config: &Config) -> io::Result<()> {
         path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "config path has no file name"))?;
     let tmp = dir.join(format!(".{}.tmp-{}", file_name.to_string_lossy(), std::process::id()));
     {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(FILE_MODE).open(&tmp)?;
+        // A leftover temporary file from a crash keeps its old mode through open: set it.
+        f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
     }
     if path.exists() {
         let prev = dir.join(format!("{}.prev", file_name.to_string_lossy()));
         fs::copy(path, &prev)?;
+        fs::set_permissions(&prev, fs::Permissions::from_mode(FILE_MODE))?;
         File::open(&prev)?.sync_all()?;
     }
     fs::rename(&tmp, path)?;
@@ -99,6 +108,20 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn saving_makes_the_file_and_its_previous_version_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("telebridge.toml");
+        fs::write(&path, "").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        save_atomic(&path, &Config::default()).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600, "the saved file");
+        assert_eq!(mode(&dir.path().join("telebridge.toml.prev")), 0o600, "the previous version");
+        save_atomic(&path, &Config::default()).unwrap();
+        assert_eq!(mode(&path), 0o600, "and again");
     }
 
     #[test]

@@ -118,7 +118,7 @@ impl Default for AudioConfig {
 }
 
 /// The decoder role.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DecoderConfig {
     /// The SRT stream to receive: `srt://:PORT?mode=listener&latency=MS` or a caller URL.
@@ -136,6 +136,16 @@ impl Default for DecoderConfig {
             sink: "auto".to_string(),
             audio_out: "discard".to_string(),
         }
+    }
+}
+
+impl fmt::Debug for DecoderConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DecoderConfig")
+            .field("input", &crate::srt_url::redact_query(&self.input))
+            .field("sink", &self.sink)
+            .field("audio_out", &self.audio_out)
+            .finish()
     }
 }
 
@@ -179,13 +189,15 @@ impl fmt::Debug for WebConfig {
 pub const HIDDEN: &str = "****";
 
 impl Config {
-    /// The configuration as the API shows it: every secret that is set (SRT passphrases, RTMP
-    /// keys, the password hash, the metrics token) replaced by `****`.
+    /// The configuration as the API shows it: every secret that is set (SRT passphrases of the
+    /// outputs and of the decoder's input, RTMP keys, the password hash, the metrics token)
+    /// replaced by `****`.
     pub fn redacted(&self) -> Config {
         let mut c = self.clone();
         for o in &mut c.outputs {
             o.url = crate::output_url::redact(&crate::srt_url::redact_query(&o.url));
         }
+        c.decoder.input = crate::srt_url::redact_query(&c.decoder.input);
         for s in [&mut c.web.password_hash, &mut c.web.metrics_token] {
             if !s.is_empty() {
                 *s = HIDDEN.to_string();
@@ -203,6 +215,11 @@ impl Config {
                     o.url = old.url.clone();
                 }
             }
+        }
+        if self.decoder.input.contains(HIDDEN)
+            && crate::srt_url::redact_query(&running.decoder.input) == self.decoder.input
+        {
+            self.decoder.input = running.decoder.input.clone();
         }
         if self.web.password_hash == HIDDEN {
             self.web.password_hash = running.web.password_hash.clone();

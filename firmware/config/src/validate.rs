@@ -434,17 +434,22 @@ mod api_tests {
         };
         c.web.password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into();
         c.web.metrics_token = "0123456789abcdef0123".into();
+        c.decoder.input = "srt://:19850?mode=listener&passphrase=DecInputSecret4242".into();
         c
     }
 
     #[test]
     fn redacted_shows_no_secret() {
         let shown = toml::to_string(&with_secrets().redacted()).unwrap();
-        for secret in ["0123456789abc", "STREAMKEY", "argon2", "0123456789abcdef0123"] {
+        for secret in ["0123456789abc", "STREAMKEY", "argon2", "0123456789abcdef0123", "DecInputSecret4242"] {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
         assert!(shown.contains("passphrase=****") && shown.contains("/app/****"), "{shown}");
-        assert!(!format!("{:?}", with_secrets()).contains("STREAMKEY"));
+        assert!(shown.contains("srt://:19850?mode=listener&passphrase=****"), "{shown}");
+        let debug = format!("{:?}", with_secrets());
+        assert!(!debug.contains("STREAMKEY") && !debug.contains("DecInputSecret4242"), "{debug}");
+        let decoder_debug = format!("{:?}", with_secrets().decoder);
+        assert!(!decoder_debug.contains("DecInputSecret4242"), "{decoder_debug}");
     }
 
     #[test]
@@ -454,6 +459,7 @@ mod api_tests {
         back.video.bitrate_kbps = 6000;
         let merged = back.clone().with_secrets_from(&running);
         assert_eq!(merged.outputs, running.outputs);
+        assert_eq!(merged.decoder, running.decoder, "the decoder input keeps its passphrase");
         assert_eq!(merged.web, running.web);
         assert_eq!(merged.video.bitrate_kbps, 6000);
         // A new key replaces the old one; a changed host with the key hidden is not matched.
@@ -463,5 +469,11 @@ mod api_tests {
         assert_eq!(merged.outputs[1].url, "rtmp://live.example/app/NEWKEY");
         assert!(merged.outputs[0].url.contains(HIDDEN), "a hidden secret must not move to another host");
         assert!(merged.validate().is_err(), "an unmatched **** is rejected by validation, not sent");
+        // The decoder's input: a new port with the passphrase hidden is not matched either.
+        let mut back = running.redacted();
+        back.decoder.input = format!("srt://:19851?mode=listener&passphrase={HIDDEN}");
+        let merged = back.with_secrets_from(&running);
+        assert!(merged.decoder.input.contains(HIDDEN), "{}", merged.decoder.input);
+        assert!(merged.validate().is_err(), "an unmatched **** in decoder.input is rejected");
     }
 }

@@ -1,10 +1,16 @@
 //! Who may use the panel: one password (an argon2 hash in the configuration, never the clear
 //! text), a one-time setup code until it is set, HttpOnly SameSite=Strict session cookies, and
 //! a limit of five wrong attempts a minute per address, after which that address waits.
+//!
+//! An attempt is counted before its password is checked, not after: an address may have at most
+//! [`MAX_FAILURES`] attempts failed or in progress, so a burst of simultaneous guesses gets five
+//! checks and 429 for the rest. The checks themselves run one at a time on one thread
+//! ([`Checker`]), at most [`MAX_PENDING`] waiting, so argon2's 19 MiB per check is spent once
+//! however many arrive, and the memory of a box under attack does not grow with the attack.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -23,13 +29,86 @@ pub const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 pub const LOCKOUT: Duration = Duration::from_secs(300);
 /// The shortest password accepted.
 pub const MIN_PASSWORD: usize = 8;
+/// The longest password (or setup code) looked at; longer ones are refused unread.
+pub const MAX_PASSWORD: usize = 256;
+/// Password checks waiting or running at once, from all addresses together; more are refused
+/// at once (503), never queued without bound.
+pub const MAX_PENDING: usize = 8;
+/// Addresses whose failures are remembered at once; past that, attempts from addresses not yet
+/// known are refused until old records expire (so the tables cannot grow with an attack).
+pub const MAX_TRACKED: usize = 4096;
+/// Sessions at once; the oldest ends when a new one would pass it.
+pub const MAX_SESSIONS: usize = 64;
 
 #[derive(Default)]
 struct Inner {
     sessions: HashMap<String, Instant>,
     failures: HashMap<IpAddr, VecDeque<Instant>>,
     locked_until: HashMap<IpAddr, Instant>,
+    in_flight: HashMap<IpAddr, usize>,
     setup_code: Option<String>,
+}
+
+impl Inner {
+    fn in_flight_total(&self) -> usize {
+        self.in_flight.values().sum()
+    }
+
+    /// Drops the records that no longer matter at `now`.
+    fn expire(&mut self, now: Instant) {
+        self.locked_until.retain(|_, until| *until > now);
+        self.failures.retain(|_, f| {
+            while f.front().is_some_and(|t| now.duration_since(*t) > FAILURE_WINDOW) {
+                f.pop_front();
+            }
+            !f.is_empty()
+        });
+    }
+}
+
+/// Why an attempt was refused before anything was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The address used up its attempts: wait this long.
+    Locked(Duration),
+    /// The address has its allowance of attempts failed or still being checked.
+    TooMany,
+    /// The box is checking as many passwords as it will at once.
+    Busy,
+}
+
+/// One attempt to log in (or to give the setup code or the current password), counted from
+/// the moment it is allowed. Say how it went with [`Attempt::failed`] or
+/// [`Attempt::succeeded`]; dropped without either (the request went away), it counts for
+/// nothing.
+#[derive(Debug)]
+pub struct Attempt {
+    auth: Arc<Auth>,
+    ip: IpAddr,
+}
+
+impl Attempt {
+    /// The password was wrong: counts against the address (the fifth locks it out).
+    pub fn failed(self, now: Instant) {
+        self.auth.failed(self.ip, now);
+    }
+
+    /// The password was right: the address's failures are forgotten.
+    pub fn succeeded(self) {
+        self.auth.succeeded(self.ip);
+    }
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        let mut i = self.auth.lock();
+        if let Some(n) = i.in_flight.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                i.in_flight.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Sessions, attempts and the setup code.
@@ -87,13 +166,40 @@ impl Auth {
         self.lock().setup_code = None;
     }
 
-    /// Starts a session; returns its token.
+    /// Starts a session; returns its token. At most [`MAX_SESSIONS`] live at once: the one that
+    /// ends soonest makes room.
     pub fn new_session(&self, now: Instant) -> String {
         let token = random_hex(32);
         let mut i = self.lock();
         i.sessions.retain(|_, exp| *exp > now);
+        while i.sessions.len() >= MAX_SESSIONS {
+            let Some(oldest) = i.sessions.iter().min_by_key(|(_, exp)| **exp).map(|(t, _)| t.clone()) else { break };
+            i.sessions.remove(&oldest);
+        }
         i.sessions.insert(token.clone(), now + SESSION_TTL);
         token
+    }
+
+    /// Allows one attempt from `ip` at `now`, or refuses it before anything is checked: the
+    /// address is locked out, or has [`MAX_FAILURES`] attempts failed in the last minute or
+    /// still in progress, or the box has [`MAX_PENDING`] checks on hand.
+    pub fn begin(self: &Arc<Self>, ip: IpAddr, now: Instant) -> Result<Attempt, Refusal> {
+        let mut i = self.lock();
+        i.expire(now);
+        if let Some(until) = i.locked_until.get(&ip) {
+            return Err(Refusal::Locked(*until - now));
+        }
+        let failed = i.failures.get(&ip).map_or(0, VecDeque::len);
+        let running = i.in_flight.get(&ip).copied().unwrap_or(0);
+        if failed + running >= MAX_FAILURES {
+            return Err(Refusal::TooMany);
+        }
+        let known = i.failures.contains_key(&ip) || i.in_flight.contains_key(&ip);
+        if i.in_flight_total() >= MAX_PENDING || (!known && i.failures.len() + i.locked_until.len() >= MAX_TRACKED) {
+            return Err(Refusal::Busy);
+        }
+        *i.in_flight.entry(ip).or_default() += 1;
+        Ok(Attempt { auth: self.clone(), ip })
     }
 
     /// Whether `token` is a live session.
@@ -118,7 +224,7 @@ impl Auth {
     }
 
     /// Records a wrong attempt from `ip`; the fifth in a minute locks it out.
-    pub fn failed(&self, ip: IpAddr, now: Instant) {
+    fn failed(&self, ip: IpAddr, now: Instant) {
         let mut i = self.lock();
         let f = i.failures.entry(ip).or_default();
         f.push_back(now);
@@ -132,8 +238,71 @@ impl Auth {
     }
 
     /// Forgets `ip`'s wrong attempts (it got in).
-    pub fn succeeded(&self, ip: IpAddr) {
+    fn succeeded(&self, ip: IpAddr) {
         self.lock().failures.remove(&ip);
+    }
+}
+
+enum Job {
+    Verify { password: String, hash: String, reply: tokio::sync::oneshot::Sender<bool> },
+    Hash { password: String, reply: tokio::sync::oneshot::Sender<Result<String, String>> },
+}
+
+/// The one thread that runs argon2 for the panel: password checks and new hashes, one at a
+/// time, so the memory argon2 takes (19 MiB a check with the default parameters) is taken once.
+#[derive(Clone)]
+pub struct Checker {
+    jobs: std_mpsc::SyncSender<Job>,
+}
+
+impl std::fmt::Debug for Checker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Checker")
+    }
+}
+
+impl Default for Checker {
+    fn default() -> Self {
+        Self::start()
+    }
+}
+
+impl Checker {
+    /// Starts the checking thread; it ends when the last `Checker` is dropped.
+    pub fn start() -> Self {
+        let (jobs, rx) = std_mpsc::sync_channel::<Job>(MAX_PENDING);
+        let spawned = std::thread::Builder::new().name("password-check".into()).spawn(move || {
+            for job in rx {
+                match job {
+                    Job::Verify { password, hash, reply } => {
+                        let _ = reply.send(verify_password(&password, &hash));
+                    }
+                    Job::Hash { password, reply } => {
+                        let _ = reply.send(hash_password(&password));
+                    }
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the password-check thread: every login will be refused");
+        }
+        Self { jobs }
+    }
+
+    /// Whether `password` matches `hash` (false when the checker cannot take the job).
+    pub async fn verify(&self, password: String, hash: String) -> bool {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if self.jobs.try_send(Job::Verify { password, hash, reply }).is_err() {
+            return false;
+        }
+        answer.await.unwrap_or(false)
+    }
+
+    /// The argon2id hash of `password`.
+    pub async fn hash(&self, password: String) -> Result<String, String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.jobs.try_send(Job::Hash { password, reply }).map_err(|_| "the password checker is busy".to_string())?;
+        answer.await.map_err(|_| "the password checker stopped".to_string())?
     }
 }
 
@@ -149,6 +318,84 @@ mod tests {
         assert!(verify_password("correct horse", &h));
         assert!(!verify_password("wrong horse", &h));
         assert!(!verify_password("correct horse", "not a hash"));
+    }
+
+    #[test]
+    fn attempts_are_counted_before_they_are_checked() {
+        let a = Arc::new(Auth::new(None));
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let other: IpAddr = "192.0.2.8".parse().unwrap();
+        let t = Instant::now();
+        // A burst: five at once are allowed, the sixth is refused while they are in progress.
+        let burst: Vec<Attempt> = (0..MAX_FAILURES).map(|_| a.begin(ip, t).unwrap()).collect();
+        assert_eq!(a.begin(ip, t).unwrap_err(), Refusal::TooMany);
+        // The five fail: the address is locked, even for the right password.
+        for attempt in burst {
+            attempt.failed(t);
+        }
+        assert!(matches!(a.begin(ip, t), Err(Refusal::Locked(w)) if w == LOCKOUT));
+        assert!(a.begin(other, t).is_ok(), "another address is not locked");
+        assert!(a.begin(ip, t + LOCKOUT).is_ok(), "for a while, not for ever");
+    }
+
+    #[test]
+    fn an_attempt_that_goes_away_counts_for_nothing_and_a_success_forgets() {
+        let a = Arc::new(Auth::new(None));
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let t = Instant::now();
+        for _ in 0..20 {
+            drop(a.begin(ip, t).unwrap());
+        }
+        for _ in 0..MAX_FAILURES - 1 {
+            a.begin(ip, t).unwrap().failed(t);
+        }
+        a.begin(ip, t).unwrap().succeeded();
+        for _ in 0..MAX_FAILURES - 1 {
+            a.begin(ip, t).unwrap().failed(t);
+        }
+        assert!(a.begin(ip, t).is_ok(), "the success forgot the earlier failures");
+    }
+
+    #[test]
+    fn the_box_checks_a_bounded_number_at_once_and_tracks_a_bounded_number_of_addresses() {
+        let a = Arc::new(Auth::new(None));
+        let t = Instant::now();
+        let ips: Vec<IpAddr> = (0..=MAX_PENDING as u32).map(|k| IpAddr::V4(k.into())).collect();
+        let held: Vec<Attempt> = ips[..MAX_PENDING].iter().map(|ip| a.begin(*ip, t).unwrap()).collect();
+        assert_eq!(a.begin(ips[MAX_PENDING], t).unwrap_err(), Refusal::Busy);
+        drop(held);
+        assert!(a.begin(ips[MAX_PENDING], t).is_ok());
+        // Many addresses, each failing once: the table stops at MAX_TRACKED, then expires.
+        for k in 0..MAX_TRACKED as u32 + 10 {
+            if let Ok(attempt) = a.begin(IpAddr::V4((1_000_000 + k).into()), t) {
+                attempt.failed(t);
+            }
+        }
+        assert_eq!(a.lock().failures.len(), MAX_TRACKED);
+        assert_eq!(a.begin(IpAddr::V4(7_000_000.into()), t).unwrap_err(), Refusal::Busy);
+        let later = t + FAILURE_WINDOW + Duration::from_secs(1);
+        assert!(a.begin(IpAddr::V4(7_000_000.into()), later).is_ok(), "old records expire");
+        assert!(a.lock().failures.is_empty());
+    }
+
+    #[test]
+    fn sessions_are_bounded() {
+        let a = Auth::new(None);
+        let t = Instant::now();
+        let first = a.new_session(t);
+        for k in 0..MAX_SESSIONS as u64 {
+            a.new_session(t + Duration::from_secs(k + 1));
+        }
+        assert_eq!(a.lock().sessions.len(), MAX_SESSIONS);
+        assert!(!a.valid(&first, t), "the oldest made room");
+    }
+
+    #[tokio::test]
+    async fn the_checker_hashes_and_verifies() {
+        let c = Checker::start();
+        let h = c.hash("correct horse".into()).await.unwrap();
+        assert!(c.verify("correct horse".into(), h.clone()).await);
+        assert!(!c.verify("wrong horse".into(), h).await);
     }
 
     #[test]

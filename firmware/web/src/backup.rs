@@ -53,10 +53,27 @@ pub fn export(config: &Config, password: Option<&str>) -> Result<String, String>
     }
 }
 
+/// Reads the configuration of a backup, refusing a file that does not name every section a
+/// backup has: an empty, blank or partial file would otherwise restore the defaults for what it
+/// leaves out (a decoder would become an encoder).
+fn complete(text: &str) -> Result<Config, String> {
+    let table: toml::Table = toml::from_str(text).map_err(|e| format!("not a Telebridge backup: {}", e.message()))?;
+    let expected = toml::Table::try_from(Config::default()).map_err(|e| e.to_string())?;
+    let missing: Vec<&str> =
+        expected.keys().filter(|k| *k != "outputs" && !table.contains_key(*k)).map(String::as_str).collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "not a complete Telebridge backup: it has no {} (a backup names every section); nothing was restored",
+            missing.join(", ")
+        ));
+    }
+    table.try_into().map_err(|e: toml::de::Error| format!("not a Telebridge backup: {}", e.message()))
+}
+
 /// Reads a backup file back into a configuration (secrets still `****` in a plain one).
 pub fn import(file: &str, password: Option<&str>) -> Result<Config, String> {
     let Some(rest) = file.strip_prefix(MAGIC) else {
-        return toml::from_str(file).map_err(|e| format!("not a Telebridge backup: {}", e.message()));
+        return complete(file);
     };
     let pw = password.ok_or("this backup is encrypted: give its password")?;
     let mut lines = rest.lines().filter(|l| !l.trim().is_empty());
@@ -68,7 +85,7 @@ pub fn import(file: &str, password: Option<&str>) -> Result<Config, String> {
         .decrypt(Nonce::from_slice(&nonce), sealed.as_slice())
         .map_err(|_| "wrong backup password, or the file is damaged".to_string())?;
     let text = String::from_utf8(text).map_err(|_| damaged())?;
-    toml::from_str(&text).map_err(|e| format!("the backup's configuration does not read: {}", e.message()))
+    complete(&text).map_err(|e| format!("the backup's configuration does not read: {e}"))
 }
 
 #[cfg(test)]
@@ -86,6 +103,19 @@ mod tests {
         let file = export(&config(), None).unwrap();
         assert!(!file.contains("SECRETKEY") && file.contains("/app/****"), "{file}");
         assert_eq!(import(&file, None).unwrap().outputs[0].url, "rtmp://live.example/app/****");
+    }
+
+    #[test]
+    fn empty_blank_comment_only_and_partial_files_restore_nothing() {
+        for file in ["", "   \n\n", "# only a comment\n", "name = \"studio\"\n"] {
+            let e = import(file, None).unwrap_err();
+            assert!(e.starts_with("not a complete Telebridge backup: it has no "), "{file:?}: {e}");
+            assert!(e.contains("role") && e.contains("decoder"), "{e}");
+        }
+        let mut full = export(&config(), None).unwrap();
+        assert!(import(&full, None).is_ok());
+        full = full.replace("role = \"encoder\"\n", "");
+        assert!(import(&full, None).unwrap_err().contains("it has no role"), "one missing key is named");
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod backup;
 pub mod history;
 pub mod metrics;
+pub mod server;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
@@ -31,6 +32,21 @@ use tracing::{info, warn};
 use crate::auth::{Auth, COOKIE, MIN_PASSWORD};
 use crate::history::History;
 
+/// How the setup code file starts (and how a stale one is known before it is removed).
+const SETUP_FILE_HEAD: &str = "Telebridge setup code: ";
+
+/// Removes the setup code file once the password is set: the code is spent, and a file that
+/// says otherwise only misleads. Only a file that is ours (it starts with our words) goes.
+fn remove_setup_code_file(path: &str) {
+    let path = std::path::Path::new(path);
+    if std::fs::read_to_string(path).is_ok_and(|t| t.starts_with(SETUP_FILE_HEAD)) {
+        match std::fs::remove_file(path) {
+            Ok(()) => info!(file = %path.display(), "setup code file removed (the password is set)"),
+            Err(e) => warn!(file = %path.display(), error = %e, "cannot remove the spent setup code file"),
+        }
+    }
+}
+
 /// Everything the handlers share.
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -40,6 +56,8 @@ pub struct AppState {
     pub store: Arc<ConfigStore>,
     /// Sessions, attempts, setup code.
     pub auth: Arc<Auth>,
+    /// The one thread that checks and hashes passwords.
+    pub checker: auth::Checker,
     /// One row a second for 24 h.
     pub history: Arc<History>,
 }
@@ -55,7 +73,7 @@ impl AppState {
             // The one secret that is logged, by design: it is how the owner gets in the first time.
             warn!(setup_code = %code, "first start: no password yet; open the panel and enter this setup code");
             let path = std::path::Path::new(&file.web.setup_code_file);
-            match std::fs::write(path, format!("Telebridge setup code: {code}\n")) {
+            match std::fs::write(path, format!("{SETUP_FILE_HEAD}{code}\n")) {
                 Ok(()) => info!(file = %path.display(), "setup code written"),
                 Err(e) => warn!(file = %path.display(), error = %e, "cannot write the setup code file"),
             }
@@ -64,7 +82,16 @@ impl AppState {
             let text = format!("Setup code: {code}\nOpen the panel and enter it to choose a password.");
             let _ = daemon.commands.try_send(DaemonCommand::SetupText(Some(text)));
         }
-        let state = Self { daemon, store, auth: Arc::new(Auth::new(code)), history: Arc::new(History::default()) };
+        if code.is_none() {
+            remove_setup_code_file(&file.web.setup_code_file);
+        }
+        let state = Self {
+            daemon,
+            store,
+            auth: Arc::new(Auth::new(code)),
+            checker: auth::Checker::start(),
+            history: Arc::new(History::default()),
+        };
         state.spawn_history();
         state
     }
@@ -121,19 +148,21 @@ pub fn router(state: AppState) -> Router {
             .route("/api/sim/stall", post(sim_stall))
             .route("/api/sim/signal", post(sim_signal));
     }
-    r.layer(middleware::from_fn(csrf)).with_state(state)
+    r.layer(middleware::from_fn(csrf)).layer(middleware::from_fn(no_store)).with_state(state)
 }
 
-/// Serves `router` on `listener` until `shutdown` completes.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await
+/// The API's answers (status, configuration, logs, metrics) are the box's state at one moment
+/// and may carry what only a session should see: no cache keeps them.
+async fn no_store(req: Request, next: Next) -> Response {
+    let api = req.uri().path().starts_with("/api/") || req.uri().path() == "/metrics";
+    let mut resp = next.run(req).await;
+    if api {
+        resp.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    }
+    resp
 }
+
+pub use server::serve;
 
 fn error(code: StatusCode, message: impl Into<String>) -> Response {
     (code, Json(json!({ "error": message.into() }))).into_response()
@@ -253,51 +282,68 @@ struct SetupBody {
     password: String,
 }
 
-fn locked(s: &AppState, ip: IpAddr) -> Option<Response> {
-    s.auth.locked(ip, Instant::now()).map(|wait| {
-        let mut r = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("too many wrong attempts from {ip}: wait {} s", wait.as_secs() + 1),
-        );
-        if let Ok(v) = (wait.as_secs() + 1).to_string().parse() {
+/// Allows one password attempt from `ip`, or the answer that refuses it: counted before
+/// anything is checked (see [`auth`]).
+fn begin_attempt(s: &AppState, ip: IpAddr) -> Result<auth::Attempt, Response> {
+    let retry_after = |mut r: Response, secs: u64| {
+        if let Ok(v) = secs.to_string().parse() {
             r.headers_mut().insert(header::RETRY_AFTER, v);
         }
         r
+    };
+    s.auth.begin(ip, Instant::now()).map_err(|refusal| match refusal {
+        auth::Refusal::Locked(wait) => retry_after(
+            error(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("too many wrong attempts from {ip}: wait {} s", wait.as_secs() + 1),
+            ),
+            wait.as_secs() + 1,
+        ),
+        auth::Refusal::TooMany => retry_after(
+            error(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("too many attempts from {ip} at once: {} a minute are checked", auth::MAX_FAILURES),
+            ),
+            auth::FAILURE_WINDOW.as_secs(),
+        ),
+        auth::Refusal::Busy => retry_after(
+            error(StatusCode::SERVICE_UNAVAILABLE, "the box is checking other passwords: try again in a few seconds"),
+            5,
+        ),
     })
 }
 
 async fn setup(State(s): State<AppState>, req: Request) -> Response {
     let ip = client_ip(req.extensions());
+    let Some(code) = s.auth.setup_code() else {
+        return error(StatusCode::CONFLICT, "the password is already set; log in instead");
+    };
+    let attempt = match begin_attempt(&s, ip) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
     let Some(Json(body)) = json_body::<SetupBody>(req).await else {
         return error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "body must be {\"code\": \"1234-5678\", \"password\": \"...\"}",
         );
     };
-    let Some(code) = s.auth.setup_code() else {
-        return error(StatusCode::CONFLICT, "the password is already set; log in instead");
-    };
-    if let Some(r) = locked(&s, ip) {
-        return r;
-    }
     if body.code.trim() != code {
-        s.auth.failed(ip, Instant::now());
+        attempt.failed(Instant::now());
         warn!(%ip, "wrong setup code");
         return error(
             StatusCode::FORBIDDEN,
             "wrong setup code: it is on the HDMI output, in the log and on the boot partition",
         );
     }
-    if body.password.chars().count() < MIN_PASSWORD {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("password: {} characters; it must have at least {MIN_PASSWORD}", body.password.chars().count()),
-        );
+    if let Some(r) = password_rule("password", &body.password) {
+        return r;
     }
     match set_password(&s, body.password).await {
         Ok(()) => {
             s.auth.finish_setup();
-            s.auth.succeeded(ip);
+            attempt.succeeded();
+            remove_setup_code_file(&s.store.file().web.setup_code_file);
             let _ = s.daemon.commands.send(DaemonCommand::SetupText(None)).await;
             info!(%ip, "setup done: password set");
             let token = s.auth.new_session(Instant::now());
@@ -307,18 +353,48 @@ async fn setup(State(s): State<AppState>, req: Request) -> Response {
     }
 }
 
+/// A new password's length rule, as an answer naming `field` when it is broken.
+fn password_rule(field: &str, password: &str) -> Option<Response> {
+    let n = password.chars().count();
+    (!(MIN_PASSWORD..=auth::MAX_PASSWORD).contains(&n)).then(|| {
+        error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{field}: {n} characters; it must have at least {MIN_PASSWORD} and at most {}", auth::MAX_PASSWORD),
+        )
+    })
+}
+
 async fn set_password(s: &AppState, password: String) -> Result<(), Response> {
-    let hash = tokio::task::spawn_blocking(move || auth::hash_password(&password))
-        .await
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    let hash = s.checker.hash(password).await.map_err(|e| {
+        warn!(error = %e, "cannot hash the new password");
+        error(StatusCode::SERVICE_UNAVAILABLE, "the box is busy checking passwords: try again in a few seconds")
+    })?;
     let mut c = s.store.file();
     c.web.password_hash = hash;
     s.store.replace(c).await.map(|_| ()).map_err(store_error)
 }
 
+/// The largest small JSON body (login, live, password...) read.
+const SMALL_BODY: usize = 16 << 10;
+/// The largest configuration or backup read.
+const LARGE_BODY: usize = 1 << 20;
+/// How long a body may take to arrive.
+const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The request's body, at most `limit` bytes, arriving within [`BODY_TIMEOUT`].
+async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, Response> {
+    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(req.into_body(), limit)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(_)) => Err(error(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over {limit} bytes, or broken"))),
+        Err(_) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the body did not arrive within {} s", BODY_TIMEOUT.as_secs()),
+        )),
+    }
+}
+
 async fn json_body<T: serde::de::DeserializeOwned>(req: Request) -> Option<Json<T>> {
-    let bytes = axum::body::to_bytes(req.into_body(), 1 << 20).await.ok()?;
+    let bytes = read_body(req, SMALL_BODY).await.ok()?;
     serde_json::from_slice(&bytes).ok().map(Json)
 }
 
@@ -333,20 +409,21 @@ async fn login(State(s): State<AppState>, req: Request) -> Response {
     if s.auth.setup_code().is_some() {
         return error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code");
     }
-    if let Some(r) = locked(&s, ip) {
-        return r;
-    }
+    let attempt = match begin_attempt(&s, ip) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
     let Some(Json(body)) = json_body::<LoginBody>(req).await else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"password\": \"...\"}");
     };
     let hash = s.store.file().web.password_hash;
-    let ok = tokio::task::spawn_blocking(move || auth::verify_password(&body.password, &hash)).await.unwrap_or(false);
+    let ok = body.password.chars().count() <= auth::MAX_PASSWORD && s.checker.verify(body.password, hash).await;
     if !ok {
-        s.auth.failed(ip, Instant::now());
+        attempt.failed(Instant::now());
         warn!(%ip, "wrong password");
         return error(StatusCode::UNAUTHORIZED, "wrong password");
     }
-    s.auth.succeeded(ip);
+    attempt.succeeded();
     let token = s.auth.new_session(Instant::now());
     ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
 }
@@ -384,9 +461,9 @@ fn store_error(e: StoreError) -> Response {
 }
 
 async fn put_config(State(s): State<AppState>, req: Request) -> Response {
-    let bytes = match axum::body::to_bytes(req.into_body(), 1 << 20).await {
+    let bytes = match read_body(req, LARGE_BODY).await {
         Ok(b) => b,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(r) => return r,
     };
     let new: Config = match serde_json::from_slice(&bytes) {
         Ok(c) => c,
@@ -509,23 +586,22 @@ struct PasswordBody {
 /// Changes the password: the current one must be given; every other session ends.
 async fn change_password(State(s): State<AppState>, req: Request) -> Response {
     let ip = client_ip(req.extensions());
-    if let Some(r) = locked(&s, ip) {
-        return r;
-    }
+    let attempt = match begin_attempt(&s, ip) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
     let Some(Json(body)) = json_body::<PasswordBody>(req).await else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"current\": \"...\", \"new\": \"...\"}");
     };
     let hash = s.store.file().web.password_hash;
-    let current = body.current.clone();
-    if !tokio::task::spawn_blocking(move || auth::verify_password(&current, &hash)).await.unwrap_or(false) {
-        s.auth.failed(ip, Instant::now());
+    let current_ok = body.current.chars().count() <= auth::MAX_PASSWORD && s.checker.verify(body.current, hash).await;
+    if !current_ok {
+        attempt.failed(Instant::now());
         return error(StatusCode::FORBIDDEN, "current: wrong password");
     }
-    if body.new.chars().count() < MIN_PASSWORD {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("new: {} characters; it must have at least {MIN_PASSWORD}", body.new.chars().count()),
-        );
+    attempt.succeeded();
+    if let Some(r) = password_rule("new", &body.new) {
+        return r;
     }
     if let Err(r) = set_password(&s, body.new).await {
         return r;
@@ -594,9 +670,9 @@ async fn backup_config(State(s): State<AppState>, Query(q): Query<BackupQuery>, 
 /// what changed. Secrets left as `****` keep the box's own.
 async fn restore_config(State(s): State<AppState>, req: Request) -> Response {
     let password = req.headers().get(BACKUP_PASSWORD_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let bytes = match axum::body::to_bytes(req.into_body(), 1 << 20).await {
+    let bytes = match read_body(req, LARGE_BODY).await {
         Ok(b) => b,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(r) => return r,
     };
     let text = String::from_utf8_lossy(&bytes).to_string();
     let read = tokio::task::spawn_blocking(move || backup::import(&text, password.as_deref())).await;

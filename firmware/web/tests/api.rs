@@ -449,3 +449,127 @@ async fn password_change_logs_and_reboot() {
     assert_eq!(s, StatusCode::CONFLICT, "{body}");
     assert!(body.contains("simulation"), "{body}");
 }
+
+// The findings of the hostile test (issue 17), each of which failed before its fix.
+
+/// Sends `n` logins with `password` at the same moment, from one address; returns the statuses.
+async fn burst(b: &Box_, n: usize, password: &str) -> Vec<StatusCode> {
+    let start = Arc::new(tokio::sync::Barrier::new(n));
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (app, start) = (b.app.clone(), start.clone());
+            let body = json!({ "password": password }).to_string();
+            tokio::spawn(async move {
+                let mut req = Request::builder()
+                    .method("POST")
+                    .uri("/api/session")
+                    .header(header::HOST, "box.local")
+                    .header(CSRF_HEADER, "1")
+                    .body(Body::from(body))
+                    .unwrap();
+                req.extensions_mut().insert(ConnectInfo::<SocketAddr>("198.51.100.9:40000".parse().unwrap()));
+                start.wait().await;
+                app.oneshot(req).await.unwrap().status()
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_wrong_passwords_gets_five_checks_and_then_even_the_right_one_waits() {
+    let mut b = start().await;
+    b.set_up().await;
+    let statuses = burst(&b, 100, "wrong password").await;
+    let checked = statuses.iter().filter(|s| **s == StatusCode::UNAUTHORIZED).count();
+    let refused = statuses.iter().filter(|s| **s == StatusCode::TOO_MANY_REQUESTS).count();
+    eprintln!("100 at once: {checked} checked (401), {refused} refused unchecked (429)");
+    assert!((1..=5).contains(&checked), "{checked} of 100 simultaneous wrong passwords were checked");
+    assert_eq!(checked + refused, 100, "{statuses:?}");
+    let right = burst(&b, 1, "correct horse").await;
+    assert_eq!(right, [StatusCode::TOO_MANY_REQUESTS], "the right password got in while the address was locked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_decoder_inputs_passphrase_never_comes_back() {
+    let mut b = start().await;
+    b.set_up().await;
+    let (_, body) = b.call("GET", "/api/config", None, &[]).await;
+    let mut c: Value = serde_json::from_str(&body).unwrap();
+    c["decoder"]["input"] = json!("srt://:19850?mode=listener&passphrase=DecInputSecret4242");
+    let (s, resp) = b.write("PUT", "/api/config", c).await;
+    assert_eq!(s, StatusCode::OK, "{resp}");
+    assert!(!resp.contains("DecInputSecret4242"), "in the PUT response: {resp}");
+    let (_, body) = b.call("GET", "/api/config", None, &[]).await;
+    assert!(!body.contains("DecInputSecret4242"), "in GET /api/config: {body}");
+    assert!(body.contains("srt://:19850?mode=listener&passphrase=****"), "{body}");
+    let (_, plain) = b.call("GET", "/api/config/backup", None, &[]).await;
+    assert!(!plain.contains("DecInputSecret4242"), "in the plain backup: {plain}");
+    // Sent back as shown: the box keeps its passphrase.
+    let mut c: Value = serde_json::from_str(&body).unwrap();
+    c["video"]["bitrate_kbps"] = json!(5000);
+    assert_eq!(b.write("PUT", "/api/config", c).await.0, StatusCode::OK);
+    let saved = std::fs::read_to_string(b.dir.path().join("telebridge.toml")).unwrap();
+    assert!(saved.contains("passphrase=DecInputSecret4242"), "{saved}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_or_partial_restore_changes_nothing() {
+    let mut b = start().await;
+    b.set_up().await;
+    let before = std::fs::read_to_string(b.dir.path().join("telebridge.toml")).unwrap();
+    for file in ["", "  \n", "# a comment\n", "name = \"x\"\n"] {
+        let req = Request::builder()
+            .method("POST")
+            .uri("/api/config/restore")
+            .header(header::HOST, "box.local")
+            .header("origin", ORIGIN)
+            .header(header::COOKIE, b.cookie.clone().unwrap())
+            .body(Body::from(file))
+            .unwrap();
+        let resp = b.app.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let body = String::from_utf8_lossy(&resp.into_body().collect().await.unwrap().to_bytes()).to_string();
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{file:?}: {body}");
+        assert!(body.contains("not a complete Telebridge backup"), "{body}");
+    }
+    let after = std::fs::read_to_string(b.dir.path().join("telebridge.toml")).unwrap();
+    assert_eq!(before, after, "the configuration changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_saved_file_stays_private_and_setup_removes_the_spent_code_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = start().await;
+    let path = b.dir.path().join("telebridge.toml");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(b.dir.path().join("setup.txt").exists());
+    b.set_up().await;
+    assert!(!b.dir.path().join("setup.txt").exists(), "the setup code file stayed after setup");
+    let (_, body) = b.call("GET", "/api/config", None, &[]).await;
+    let mut c: Value = serde_json::from_str(&body).unwrap();
+    c["video"]["bitrate_kbps"] = json!(5000);
+    assert_eq!(b.write("PUT", "/api/config", c).await.0, StatusCode::OK);
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the configuration (password hash, stream secrets) became {mode:o}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_answers_are_never_cached() {
+    let mut b = start().await;
+    b.set_up().await;
+    for uri in ["/api/status", "/api/config", "/api/setup", "/api/logs"] {
+        let mut req = Request::builder().uri(uri).header(header::HOST, "box.local");
+        req = req.header(header::COOKIE, b.cookie.clone().unwrap());
+        let mut req = req.body(Body::empty()).unwrap();
+        req.extensions_mut().insert(ConnectInfo::<SocketAddr>("192.0.2.50:40000".parse().unwrap()));
+        let resp = b.app.clone().oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{uri}");
+        let cc = resp.headers().get(header::CACHE_CONTROL).map(|v| v.to_str().unwrap().to_string());
+        assert_eq!(cc.as_deref(), Some("no-store"), "{uri}");
+    }
+}
