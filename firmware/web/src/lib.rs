@@ -282,16 +282,15 @@ struct SetupBody {
     password: String,
 }
 
-/// Allows one password attempt from `ip`, or the answer that refuses it: counted before
-/// anything is checked (see [`auth`]).
-fn begin_attempt(s: &AppState, ip: IpAddr) -> Result<auth::Attempt, Response> {
+/// The answer to an attempt refused before anything was checked (see [`auth`]).
+fn refused(ip: IpAddr, refusal: auth::Refusal) -> Response {
     let retry_after = |mut r: Response, secs: u64| {
         if let Ok(v) = secs.to_string().parse() {
             r.headers_mut().insert(header::RETRY_AFTER, v);
         }
         r
     };
-    s.auth.begin(ip, Instant::now()).map_err(|refusal| match refusal {
+    match refusal {
         auth::Refusal::Locked(wait) => retry_after(
             error(
                 StatusCode::TOO_MANY_REQUESTS,
@@ -310,7 +309,7 @@ fn begin_attempt(s: &AppState, ip: IpAddr) -> Result<auth::Attempt, Response> {
             error(StatusCode::SERVICE_UNAVAILABLE, "the box is checking other passwords: try again in a few seconds"),
             5,
         ),
-    })
+    }
 }
 
 async fn setup(State(s): State<AppState>, req: Request) -> Response {
@@ -318,9 +317,9 @@ async fn setup(State(s): State<AppState>, req: Request) -> Response {
     let Some(code) = s.auth.setup_code() else {
         return error(StatusCode::CONFLICT, "the password is already set; log in instead");
     };
-    let attempt = match begin_attempt(&s, ip) {
+    let attempt = match s.auth.begin(ip, Instant::now()) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(refusal) => return refused(ip, refusal),
     };
     let Some(Json(body)) = json_body::<SetupBody>(req).await else {
         return error(
@@ -409,9 +408,9 @@ async fn login(State(s): State<AppState>, req: Request) -> Response {
     if s.auth.setup_code().is_some() {
         return error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code");
     }
-    let attempt = match begin_attempt(&s, ip) {
+    let attempt = match s.auth.begin(ip, Instant::now()) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(refusal) => return refused(ip, refusal),
     };
     let Some(Json(body)) = json_body::<LoginBody>(req).await else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"password\": \"...\"}");
@@ -586,9 +585,9 @@ struct PasswordBody {
 /// Changes the password: the current one must be given; every other session ends.
 async fn change_password(State(s): State<AppState>, req: Request) -> Response {
     let ip = client_ip(req.extensions());
-    let attempt = match begin_attempt(&s, ip) {
+    let attempt = match s.auth.begin(ip, Instant::now()) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(refusal) => return refused(ip, refusal),
     };
     let Some(Json(body)) = json_body::<PasswordBody>(req).await else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"current\": \"...\", \"new\": \"...\"}");
