@@ -13,19 +13,6 @@ use std::time::{Duration, Instant};
 
 use support::*;
 
-fn run_sim(dir: &Path, name: &str, http_port: u16, extra: &[&str], env: &[(&str, &str)]) -> Proc {
-    let mut cmd = telebridge();
-    cmd.args(["run", "--sim", "--http", &format!("127.0.0.1:{http_port}")]).args(extra);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let p = Proc::spawn(cmd, dir, name);
-    let up = wait_for(Duration::from_secs(10), || http("GET", http_port, "/healthz", None).0 == 200);
-    assert!(up.is_some(), "the daemon did not answer; see {}", dir.join(format!("{name}.stderr")).display());
-    first_login(http_port, dir, name, "a test password");
-    p
-}
-
 fn state(port: u16) -> String {
     get_json(port, "/api/status")["machine"]["state"].as_str().unwrap_or("").to_string()
 }

@@ -301,3 +301,29 @@ pub fn get_json(port: u16, path: &str) -> serde_json::Value {
     let (_, body) = http("GET", port, path, None);
     serde_json::from_str(&body).unwrap_or(serde_json::Value::Null)
 }
+
+/// `telebridge run --sim` serving its panel on `http_port`, set up with the password
+/// "a test password" (the session kept for [`http`]).
+pub fn run_sim(dir: &Path, name: &str, http_port: u16, extra: &[&str], env: &[(&str, &str)]) -> Proc {
+    run_sim_with(telebridge(), dir, name, http_port, extra, env)
+}
+
+/// [`run_sim`] with the command to start it (`telebridge()`, or it under a wrapper).
+pub fn run_sim_with(
+    mut cmd: Command,
+    dir: &Path,
+    name: &str,
+    http_port: u16,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Proc {
+    cmd.args(["run", "--sim", "--http", &format!("127.0.0.1:{http_port}")]).args(extra);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let p = Proc::spawn(cmd, dir, name);
+    let up = wait_for(Duration::from_secs(10), || http("GET", http_port, "/healthz", None).0 == 200);
+    assert!(up.is_some(), "the daemon did not answer; see {}", dir.join(format!("{name}.stderr")).display());
+    first_login(http_port, dir, name, "a test password");
+    p
+}
