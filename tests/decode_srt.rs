@@ -307,3 +307,64 @@ fn resolution_change_keeps_playing_and_file_sink_records_it() {
     assert!(recorded.iter().any(|st| st.codec == "h264" && st.width == 1280 && st.height == 720), "{recorded:?}");
     assert!(decodable_frames(&shown) >= 100, "the file sink recorded too little");
 }
+
+/// Sends `codec` video (and AC-3 audio) from ffmpeg for `secs` seconds to `port`.
+fn ffmpeg_sends(dir: &std::path::Path, name: &str, port: u16, codec: &str, secs: u32) -> Proc {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-nostdin", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"])
+        .args(["-f", "lavfi", "-i", "sine", "-t", &secs.to_string(), "-c:v", codec])
+        .args(["-c:a", "ac3", "-f", "mpegts"])
+        .arg(format!("srt://127.0.0.1:{port}?mode=caller"));
+    if codec == "libx265" {
+        cmd.args(["-x265-params", "log-level=error"]);
+    }
+    Proc::spawn(cmd, dir, name)
+}
+
+/// Issue 17, finding 6: a stream the box cannot decode (H.265, MPEG-2) or bytes that are not
+/// MPEG-TS are named on the slate and in the stats, the decoder is not rebuilt over and over,
+/// and the slate no longer says it waits for a caller while one is connected.
+#[test]
+fn unsupported_video_and_bytes_that_are_not_ts_are_named_without_churn() {
+    let _serial = serial();
+    let dir = scratch("dec-unsupported");
+    for (codec, words) in [("libx265", "video H.265 (HEVC)"), ("mpeg2video", "video MPEG-2"), ("random", "not MPEG-TS")]
+    {
+        let port = free_udp_port();
+        let name = format!("decoder-{codec}");
+        let mut dec = decoder(&dir, &name, &format!("srt://:{port}?mode=listener"), &["--duration", "9s"]);
+        std::thread::sleep(Duration::from_millis(800));
+        let tx = if codec == "random" {
+            // srt-live-transmit sends what it reads: random bytes at about 1 Mbit/s, 1316 to a packet.
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c").arg(format!(
+                "python3 -c 'import os, sys, time\nwhile True:\n    sys.stdout.buffer.write(os.urandom(13160)); sys.stdout.flush(); time.sleep(0.1)' \
+                 | srt-live-transmit -q file://con 'srt://127.0.0.1:{port}?mode=caller'"
+            ));
+            Proc::spawn(cmd, &dir, "slt-random")
+        } else {
+            ffmpeg_sends(&dir, &format!("ffmpeg-{codec}"), port, codec, 7)
+        };
+        assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+        tx.signal("KILL");
+        // The shell's pipeline (python3 | srt-live-transmit) outlives the shell: end it too.
+        let _ = Command::new("pkill").args(["-f", &format!("127.0.0.1:{port}[?]mode=caller")]).status();
+        let samples = lines(&dir.join(format!("{name}.stdout")));
+        let named =
+            samples.iter().filter(|l| l["decoder"]["problem"].as_str().is_some_and(|p| p.contains(words))).count();
+        let slate = samples
+            .iter()
+            .rev()
+            .find(|l| l["input"]["state"] == "receiving")
+            .map(|l| l["display"]["slate"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default();
+        let log = std::fs::read_to_string(dir.join(format!("{name}.stderr"))).unwrap();
+        let warnings = log.lines().filter(|l| l.contains("WARN")).count();
+        eprintln!("{codec}: {named} samples name '{words}'; slate while receiving: {slate:?}; {warnings} WARN lines");
+        assert!(named >= 3, "{codec}: the problem was named in {named} samples; see {}", dir.display());
+        assert!(slate.contains(words), "{codec}: the slate says {slate:?}");
+        assert!(!slate.contains("listening for an SRT caller"), "{codec}: {slate:?}");
+        assert!(warnings <= 4, "{codec}: {warnings} WARN lines in 9 s:\n{log}");
+        assert_eq!(samples.iter().map(|l| l["decoder"]["frames_decoded"].as_u64().unwrap_or(0)).max(), Some(0));
+    }
+}

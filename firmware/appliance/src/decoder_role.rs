@@ -71,6 +71,9 @@ pub struct DecoderStats {
     pub width: u32,
     /// Picture height.
     pub height: u32,
+    /// Why a stream arrives but shows no picture, in words (an unsupported codec, data that
+    /// is not MPEG-TS); null while the picture shows or nothing arrives.
+    pub problem: Option<String>,
 }
 
 /// What the screen shows.
@@ -120,9 +123,14 @@ pub struct DecodeSummary {
     pub slate_s: u64,
 }
 
-/// The words on the slate.
-pub fn slate_text(name: &str, url: &SrtUrl, reason: Option<&str>) -> String {
+/// The words on the slate: what the box waits for and, on the next line, why (`reason`).
+/// `receiving`: a stream is arriving (but shows no picture).
+pub fn slate_text(name: &str, url: &SrtUrl, receiving: bool, reason: Option<&str>) -> String {
     let how = match url.mode {
+        _ if receiving => match url.mode {
+            SrtMode::Listener => format!("a caller is connected on port {}", url.port),
+            _ => format!("connected to SRT {}:{}", url.host.as_deref().unwrap_or(""), url.port),
+        },
         SrtMode::Listener => {
             let addrs = local_addresses();
             let at = if addrs.is_empty() { String::new() } else { format!(" at {}", addrs.join(", ")) };
@@ -137,6 +145,39 @@ pub fn slate_text(name: &str, url: &SrtUrl, reason: Option<&str>) -> String {
         text.push_str(r);
     }
     text
+}
+
+/// What arrived over the last second, to tell why a stream shows no picture.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Arrived {
+    /// Bytes received.
+    pub bytes: u64,
+    /// 188-byte pieces that were not TS packets.
+    pub not_ts: u64,
+    /// Frames decoded.
+    pub frames: u64,
+}
+
+/// Why a stream that arrives shows no picture, in words, or None (a picture shows, or nothing
+/// arrives: the input's own reason says why). `unsupported`: the streams of this connection
+/// the box cannot decode ("video H.265 (HEVC)").
+pub fn stream_problem(receiving: bool, last_second: Arrived, unsupported: &[String]) -> Option<String> {
+    if !receiving || last_second.frames > 0 || last_second.bytes == 0 {
+        return None;
+    }
+    if unsupported.iter().any(|s| s.starts_with("video ")) {
+        return Some(format!(
+            "receiving {}: this box decodes H.264 video and AAC audio; set the sender to H.264",
+            unsupported.join(" and ")
+        ));
+    }
+    if last_second.not_ts * 188 * 2 > last_second.bytes {
+        return Some(
+            "receiving data that is not MPEG-TS: the sender must send MPEG-TS over SRT (188-byte packets, 7 to a datagram)"
+                .into(),
+        );
+    }
+    Some("receiving a stream with no picture yet: waiting for H.264 video and a keyframe".into())
 }
 
 /// This machine's IPv4 addresses other than loopback, from the kernel's table.
@@ -205,7 +246,7 @@ pub async fn run_decoder(
     telebridge_media::init()?;
     telebridge_srt::install_log_hook();
     let decoder = select_decoder()?;
-    let first_text = slate_text(&options.name, &options.input, None);
+    let first_text = slate_text(&options.name, &options.input, false, None);
     let display = Arc::new(Display::start(options.sink.clone(), (1280, 720), first_text)?);
     let counters = Arc::new(DecoderCounters::default());
     let recent = Arc::new(Mutex::new(LatencyWindow::new(Duration::from_secs(5))));
@@ -243,6 +284,7 @@ pub async fn run_decoder(
             let stale = d.last_push.is_none_or(|t| t.elapsed() > Duration::from_millis(500));
             if d.pipeline.is_none() || stale {
                 d.pipeline = None;
+                counters.new_connection();
                 match DecodePipeline::start(&decoder, &audio, counters.clone(), on_frame.clone(), on_timecode.clone()) {
                     Ok(p) => d.pipeline = Some(p),
                     Err(e) => warn!(error = %e, "cannot start the decoder"),
@@ -264,7 +306,9 @@ pub async fn run_decoder(
     let mut last_sample = Instant::now();
     let mut last_frames = 0u64;
     let mut slate_s = 0u64;
-    let stats = |fps: f64| DecoderStats {
+    let mut last_arrived = Arrived::default();
+    let mut problem: Option<String> = None;
+    let stats = |fps: f64, problem: Option<String>| DecoderStats {
         element: decoder.element.to_string(),
         fps,
         frames_decoded: counters.frames_decoded.load(Ordering::Relaxed),
@@ -272,6 +316,7 @@ pub async fn run_decoder(
         audio_frames: counters.audio_frames.load(Ordering::Relaxed),
         width: counters.width.load(Ordering::Relaxed),
         height: counters.height.load(Ordering::Relaxed),
+        problem,
     };
     loop {
         tokio::select! {
@@ -289,11 +334,29 @@ pub async fn run_decoder(
             }
         }
         let st = status.borrow().clone();
-        display.set_slate_text(&slate_text(&options.name, &options.input, st.reason.as_deref()));
+        let receiving = st.state == telebridge_srt::input::InputState::Receiving;
+        let reason = problem.as_deref().or(st.reason.as_deref());
+        display.set_slate_text(&slate_text(&options.name, &options.input, receiving, reason));
         if last_sample.elapsed() >= Duration::from_secs(1) {
             let secs = last_sample.elapsed().as_secs_f64();
             last_sample = Instant::now();
             let frames = counters.frames_decoded.load(Ordering::Relaxed);
+            let now = Arrived { bytes: st.bytes, not_ts: st.not_ts_packets, frames };
+            let last_second = Arrived {
+                bytes: now.bytes.saturating_sub(last_arrived.bytes),
+                not_ts: now.not_ts.saturating_sub(last_arrived.not_ts),
+                frames: now.frames.saturating_sub(last_arrived.frames),
+            };
+            last_arrived = now;
+            let found = stream_problem(receiving, last_second, &counters.unsupported());
+            if found != problem {
+                match &found {
+                    Some(p) => warn!(problem = %p, "a stream arrives but shows no picture"),
+                    None if problem.is_some() => info!("the stream's problem is gone"),
+                    None => {}
+                }
+                problem = found;
+            }
             let fps = ((frames - last_frames) as f64 / secs * 10.0).round() / 10.0;
             last_frames = frames;
             let showing_slate = display.showing_slate();
@@ -303,7 +366,7 @@ pub async fn run_decoder(
             let sample = DecodeSample {
                 t: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
                 input: st,
-                decoder: stats(fps),
+                decoder: stats(fps, problem.clone()),
                 display: DisplayStats {
                     sink: options.sink.name().to_string(),
                     showing: if showing_slate { "slate" } else { "video" },
@@ -329,7 +392,7 @@ pub async fn run_decoder(
     let frames = counters.frames_decoded.load(Ordering::Relaxed);
     let summary = DecodeSummary {
         duration_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
-        decoder: stats(((frames as f64 / elapsed.as_secs_f64().max(0.001)) * 10.0).round() / 10.0),
+        decoder: stats(((frames as f64 / elapsed.as_secs_f64().max(0.001)) * 10.0).round() / 10.0, problem),
         input: final_input,
         latency: whole.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
         slate_s,
@@ -347,11 +410,38 @@ mod tests {
     #[test]
     fn slate_says_what_the_box_waits_for_and_why() {
         let url = SrtUrl::parse("srt://:9000?mode=listener&passphrase=0123456789").unwrap();
-        let t = slate_text("studio-a", &url, Some("passphrase rejected: the two ends have different passphrases"));
+        let t =
+            slate_text("studio-a", &url, false, Some("passphrase rejected: the two ends have different passphrases"));
         assert!(t.starts_with("studio-a\nNo picture: listening for an SRT caller on port 9000"), "{t}");
         assert!(t.ends_with("\npassphrase rejected: the two ends have different passphrases"), "{t}");
         assert!(!t.contains("0123456789"));
         let url = SrtUrl::parse("srt://encoder.example:9000").unwrap();
-        assert_eq!(slate_text("b", &url, None), "b\nNo picture: calling SRT encoder.example:9000");
+        assert_eq!(slate_text("b", &url, false, None), "b\nNo picture: calling SRT encoder.example:9000");
+        // A stream arrives but shows no picture: the slate no longer says it waits for a caller.
+        let url = SrtUrl::parse("srt://:9000?mode=listener").unwrap();
+        let t = slate_text("c", &url, true, Some("receiving video H.265 (HEVC): ..."));
+        assert_eq!(t, "c\nNo picture: a caller is connected on port 9000\nreceiving video H.265 (HEVC): ...");
+    }
+
+    #[test]
+    fn a_stream_without_a_picture_says_why() {
+        let second = |bytes, not_ts, frames| Arrived { bytes, not_ts, frames };
+        let hevc = vec!["video H.265 (HEVC)".to_string(), "audio AC-3".to_string()];
+        let p = stream_problem(true, second(500_000, 0, 0), &hevc).unwrap();
+        assert_eq!(
+            p,
+            "receiving video H.265 (HEVC) and audio AC-3: this box decodes H.264 video and AAC audio; set the sender to H.264"
+        );
+        let p = stream_problem(true, second(500_000, 2600, 0), &[]).unwrap();
+        assert!(p.starts_with("receiving data that is not MPEG-TS"), "{p}");
+        let p = stream_problem(true, second(500_000, 0, 0), &[]).unwrap();
+        assert!(p.contains("waiting for H.264 video and a keyframe"), "{p}");
+        // A picture shows, or nothing arrives, or nobody is connected: nothing to add.
+        assert_eq!(stream_problem(true, second(500_000, 0, 30), &hevc), None);
+        assert_eq!(stream_problem(true, second(0, 0, 0), &hevc), None);
+        assert_eq!(stream_problem(false, second(500_000, 0, 0), &hevc), None);
+        // Only data streams unsupported (teletext beside H.264 that is not decoding yet).
+        let p = stream_problem(true, second(500_000, 0, 0), &["data application/x-teletext".to_string()]).unwrap();
+        assert!(p.contains("waiting for H.264"), "{p}");
     }
 }

@@ -30,6 +30,66 @@ pub struct DecoderCounters {
     pub width: AtomicU32,
     /// Height of the last frame.
     pub height: AtomicU32,
+    /// Streams of the current connection this box cannot decode, in words ("video H.265
+    /// (HEVC)"); cleared with [`DecoderCounters::new_connection`].
+    pub unsupported: std::sync::Mutex<Vec<String>>,
+}
+
+impl DecoderCounters {
+    /// A new connection: forget the last one's unsupported streams.
+    pub fn new_connection(&self) {
+        self.unsupported.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// The unsupported streams of the current connection.
+    pub fn unsupported(&self) -> Vec<String> {
+        self.unsupported.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// What a demuxed elementary stream is to this box.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamKind {
+    /// H.264 video: decoded.
+    H264,
+    /// AAC audio: decoded.
+    Aac,
+    /// Anything else, named for the user ("video H.265 (HEVC)", "audio AC-3"): not decoded.
+    Unsupported(String),
+}
+
+/// Names the stream whose caps are `name` (the structure name) with `mpegversion` (for
+/// `video/mpeg` and `audio/mpeg`), from tsdemux's pad `pad` (`video_...`, `audio_...`).
+pub fn stream_kind(name: &str, mpegversion: Option<i32>, pad: &str) -> StreamKind {
+    let named = |what: &str| {
+        let side = if name.starts_with("audio/") || pad.starts_with("audio") {
+            "audio"
+        } else if name.starts_with("video/") || pad.starts_with("video") {
+            "video"
+        } else {
+            "data"
+        };
+        StreamKind::Unsupported(format!("{side} {what}"))
+    };
+    match (name, mpegversion) {
+        ("video/x-h264", _) => StreamKind::H264,
+        ("audio/mpeg", Some(2 | 4)) => StreamKind::Aac,
+        ("video/x-h265", _) => named("H.265 (HEVC)"),
+        ("video/mpeg", Some(1)) => named("MPEG-1"),
+        ("video/mpeg", Some(2)) => named("MPEG-2"),
+        ("video/mpeg", Some(4)) => named("MPEG-4 part 2"),
+        ("video/x-dirac", _) => named("Dirac"),
+        ("video/x-jpeg2000" | "image/x-jpc", _) => named("JPEG 2000"),
+        ("video/x-av1", _) => named("AV1"),
+        ("video/x-vp9", _) => named("VP9"),
+        ("audio/mpeg", Some(1)) => named("MPEG-1 layer 2/3 (MP2, MP3)"),
+        ("audio/x-ac3" | "audio/ac3", _) => named("AC-3"),
+        ("audio/x-eac3", _) => named("E-AC-3"),
+        ("audio/x-opus", _) => named("Opus"),
+        ("audio/x-private1-lpcm" | "audio/x-lpcm", _) => named("LPCM"),
+        ("", _) => named("of an unknown kind"),
+        (other, _) => named(other),
+    }
 }
 
 /// Where decoded audio goes.
@@ -117,20 +177,32 @@ impl DecodePipeline {
         gst::Element::link_many(audio_chain)?;
 
         let (vpad, apad) = (au_filter.static_pad("sink"), aparse.static_pad("sink"));
-        demux.connect_pad_added(move |_, pad| {
-            let name =
-                pad.current_caps().and_then(|c| c.structure(0).map(|s| s.name().to_string())).unwrap_or_default();
-            let target = if name.starts_with("video/x-h264") || pad.name().starts_with("video") {
-                vpad.as_ref()
-            } else if name.starts_with("audio/mpeg") || pad.name().starts_with("audio") {
-                apad.as_ref()
-            } else {
-                None
-            };
-            if let Some(t) = target.filter(|t| !t.is_linked()) {
-                if let Err(e) = pad.link(t) {
-                    warn!(pad = %pad.name(), error = ?e, "cannot link demuxed stream");
+        let unsupported_counters = counters.clone();
+        demux.connect_pad_added(move |demux, pad| {
+            let caps = pad.current_caps();
+            let s = caps.as_ref().and_then(|c| c.structure(0));
+            let name = s.map(|s| s.name().to_string()).unwrap_or_default();
+            let mpegversion = s.and_then(|s| s.get::<i32>("mpegversion").ok());
+            let target = match stream_kind(&name, mpegversion, pad.name().as_str()) {
+                StreamKind::H264 => vpad.clone(),
+                StreamKind::Aac => apad.clone(),
+                StreamKind::Unsupported(what) => {
+                    // Not decoded: drained into a fakesink so that it neither stalls the demuxer
+                    // nor fails the pipeline, and named so the box can say what it receives.
+                    unsupported_counters.unsupported.lock().unwrap_or_else(|p| p.into_inner()).push(what);
+                    discard(demux, pad);
+                    return;
                 }
+            };
+            match target.filter(|t| !t.is_linked()) {
+                Some(t) => {
+                    if let Err(e) = pad.link(&t) {
+                        warn!(pad = %pad.name(), error = ?e, "cannot link demuxed stream");
+                        discard(demux, pad);
+                    }
+                }
+                // A second stream of a kind already shown: not decoded.
+                None => discard(demux, pad),
             }
         });
 
@@ -195,6 +267,22 @@ impl Drop for DecodePipeline {
     }
 }
 
+/// Drains a demuxed stream the box does not decode into a new fakesink.
+fn discard(demux: &gst::Element, pad: &gst::Pad) {
+    let Some(bin) = demux.parent().and_then(|p| p.downcast::<gst::Bin>().ok()) else { return };
+    let Ok(sink) = gst::ElementFactory::make("fakesink").property("sync", false).property("async", false).build()
+    else {
+        return;
+    };
+    if bin.add(&sink).is_err() {
+        return;
+    }
+    let linked = sink.static_pad("sink").is_some_and(|s| pad.link(&s).is_ok());
+    if !linked || sink.sync_state_with_parent().is_err() {
+        debug!(pad = %pad.name(), "cannot drain a stream the box does not decode");
+    }
+}
+
 /// The burnt-in timecode of a decoded raw video frame (any planar YUV format with luma first),
 /// if it carries one.
 pub fn sample_timecode(sample: &gst::Sample) -> Option<Timecode> {
@@ -203,4 +291,27 @@ pub fn sample_timecode(sample: &gst::Sample) -> Option<Timecode> {
     let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &info).ok()?;
     let stride = frame.plane_stride()[0] as usize;
     timecode::read_luma(frame.plane_data(0).ok()?, stride, info.width() as usize, info.height() as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_are_named_for_the_user() {
+        assert_eq!(stream_kind("video/x-h264", None, "video_0_0100"), StreamKind::H264);
+        assert_eq!(stream_kind("audio/mpeg", Some(4), "audio_0_0101"), StreamKind::Aac);
+        assert_eq!(stream_kind("audio/mpeg", Some(2), "audio_0_0101"), StreamKind::Aac);
+        let words = |k: StreamKind| match k {
+            StreamKind::Unsupported(w) => w,
+            other => panic!("{other:?} should be unsupported"),
+        };
+        assert_eq!(words(stream_kind("video/x-h265", None, "video_0_0100")), "video H.265 (HEVC)");
+        assert_eq!(words(stream_kind("video/mpeg", Some(2), "video_0_0100")), "video MPEG-2");
+        assert_eq!(words(stream_kind("audio/mpeg", Some(1), "audio_0_0101")), "audio MPEG-1 layer 2/3 (MP2, MP3)");
+        assert_eq!(words(stream_kind("audio/x-ac3", None, "audio_0_0101")), "audio AC-3");
+        assert_eq!(words(stream_kind("", None, "private_0_0102")), "data of an unknown kind");
+        assert_eq!(words(stream_kind("", None, "video_0_0102")), "video of an unknown kind");
+        assert_eq!(words(stream_kind("application/x-teletext", None, "private_0_0103")), "data application/x-teletext");
+    }
 }

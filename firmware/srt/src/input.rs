@@ -49,6 +49,9 @@ pub struct InputStatus {
     pub srt: SrtStats,
     /// MPEG-TS packets missing from what arrived: lost for good.
     pub ts_continuity_errors: u64,
+    /// 188-byte pieces received that were not MPEG-TS packets (no sync byte): the sender sends
+    /// something else.
+    pub not_ts_packets: u64,
     /// Bytes received since start.
     pub bytes: u64,
     /// Milliseconds since the last data (null before any).
@@ -138,6 +141,7 @@ impl SrtInput {
             reconnects: 0,
             srt: SrtStats::default(),
             ts_continuity_errors: 0,
+            not_ts_packets: 0,
             bytes: 0,
             last_data_ms_ago: None,
         };
@@ -275,7 +279,10 @@ impl Worker {
             }
             was_receiving = receiving;
             let conns = SrtStats::read(&self.src);
-            let cc_errors = self.shared.cc.lock().unwrap_or_else(|p| p.into_inner()).errors;
+            let (cc_errors, not_ts) = {
+                let cc = self.shared.cc.lock().unwrap_or_else(|p| p.into_inner());
+                (cc.errors, cc.not_ts)
+            };
             self.status.send_modify(|s| {
                 s.state = if receiving {
                     InputState::Receiving
@@ -297,6 +304,7 @@ impl Worker {
                     s.srt = st.clone();
                 }
                 s.ts_continuity_errors = cc_errors;
+                s.not_ts_packets = not_ts;
                 s.bytes = self.shared.bytes.load(Ordering::Relaxed);
                 s.last_data_ms_ago = since.map(|d| d.as_millis() as u64);
             });

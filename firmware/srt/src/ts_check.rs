@@ -11,11 +11,14 @@ pub struct ContinuityCheck {
     pub errors: u64,
     /// Packets checked.
     pub packets: u64,
+    /// 188-byte pieces that did not start with the sync byte: what arrives is not MPEG-TS (or
+    /// not aligned on 188 bytes).
+    pub not_ts: u64,
 }
 
 impl Default for ContinuityCheck {
     fn default() -> Self {
-        Self { last_cc: Box::new([None; 8192]), partial: Vec::new(), errors: 0, packets: 0 }
+        Self { last_cc: Box::new([None; 8192]), partial: Vec::new(), errors: 0, packets: 0, not_ts: 0 }
     }
 }
 
@@ -49,6 +52,7 @@ impl ContinuityCheck {
         if p[0] != 0x47 {
             // Lost sync: start over at the next buffer.
             self.partial.clear();
+            self.not_ts += 1;
             return;
         }
         let pid = (usize::from(p[1] & 0x1f) << 8) | usize::from(p[2]);
@@ -98,6 +102,26 @@ mod tests {
         }
         assert_eq!(c.errors, 1);
         assert_eq!(c.packets, 39);
+    }
+
+    #[test]
+    fn bytes_that_are_not_ts_are_counted() {
+        let mut c = ContinuityCheck::default();
+        let mut x = 0x1234_5678u32;
+        let noise: Vec<u8> = (0..1316 * 10)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x as u8) & 0x3f // never 0x47
+            })
+            .collect();
+        for chunk in noise.chunks(1316) {
+            c.feed(chunk);
+        }
+        assert_eq!((c.packets, c.not_ts), (0, 70));
+        c.feed(&pkt(0x100, 0));
+        assert_eq!((c.packets, c.not_ts), (1, 70), "a real packet after them still counts");
     }
 
     #[test]
