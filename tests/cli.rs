@@ -48,6 +48,24 @@ fn bad_input_exits_2_with_one_line_naming_the_fix() {
             "error: /dev/video-telebridge-none: no such device",
         ),
         (&["encode"], "error: no output: give --output"),
+        // Issue 17, finding 7: URLs that cannot work are refused with what to write.
+        (
+            &["encode", "--output", "srt://127.0.0.1@127.0.0.1:9000"],
+            "error: --output #1: host \"127.0.0.1@127.0.0.1\" has a user part",
+        ),
+        (&["encode", "--output", "srt:// :9000"], "error: --output #1: host \" \" has a space"),
+        (
+            &["encode", "--output", "rtmp://::1/app/key"],
+            "error: --output #1: host \"::1\" looks like an IPv6 address: put it in brackets",
+        ),
+        (
+            &["encode", "--output", "srt://::1:9000"],
+            "error: --output #1: \"srt://::1:9000\": an IPv6 address goes in brackets, e.g. srt://[::1]:9000",
+        ),
+        (
+            &["encode", "--output", "srt://127.0.0.1:9000?latency=200.5"],
+            "error: --output #1: latency=200.5 is not a whole number of milliseconds (20-8000)",
+        ),
     ];
     for (args, want) in cases {
         let (code, _, stderr) = run(args);
@@ -83,6 +101,17 @@ fn config_check_reports_every_problem() {
     let (code, _, err) = run(&["config", "check", file.to_str().expect("utf8")]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown field `bitrate`"), "{err}");
+
+    // Issue 17, finding 7: type errors too, every one, not only the first.
+    std::fs::write(&file, "[video]\nwidth = \"wide\"\nbitrate = 3000\n[audio]\nbitrate_kbps = true\n").expect("write");
+    let (code, _, err) = run(&["config", "check", file.to_str().expect("utf8")]);
+    assert_eq!(code, 2);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(err.contains("video.width: invalid type: string \"wide\", expected a whole number"), "{err}");
+    assert!(err.contains("video.bitrate: unknown field `bitrate`"), "{err}");
+    assert!(err.contains("audio.bitrate_kbps: invalid type: boolean `true`, expected a whole number"), "{err}");
+    assert!(lines.iter().all(|l| l.starts_with(file.to_str().expect("utf8"))), "{err}");
 }
 
 #[test]

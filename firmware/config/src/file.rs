@@ -6,6 +6,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
+
 use crate::Config;
 
 /// Where the daemon looks for its configuration unless told otherwise.
@@ -32,11 +34,75 @@ pub enum LoadError {
     },
 }
 
-/// Reads and parses a configuration file (not yet validated: see [`Config::validate`]).
+/// Reads and parses a configuration file (not yet validated: see [`Config::validate`]). A file
+/// with several wrong types or unknown fields names every one, a line each.
 pub fn load(path: &Path) -> Result<Config, LoadError> {
     let text = fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.to_path_buf(), source })?;
-    toml::from_str(&text)
-        .map_err(|e| LoadError::Parse { path: path.to_path_buf(), message: e.to_string().trim_end().to_string() })
+    parse(&text).map_err(|errs| LoadError::Parse {
+        path: path.to_path_buf(),
+        message: errs.join(&format!("\n{}: ", path.display())),
+    })
+}
+
+/// Parses a configuration's TOML, naming every field whose type is wrong or that is unknown
+/// (`video.bitrate_kbps: ...`), not only the first; a file that is not TOML at all gets the
+/// parser's one message with its line and column.
+pub fn parse(text: &str) -> Result<Config, Vec<String>> {
+    let first = match toml::from_str::<Config>(text) {
+        Ok(c) => return Ok(c),
+        Err(e) => e.to_string().trim_end().to_string(),
+    };
+    let Ok(table) = toml::from_str::<toml::Table>(text) else { return Err(vec![first]) };
+    // Each top-level key alone, then each of its fields or items alone: the errors of one do
+    // not hide the others'.
+    let alone = |key: &str, value: toml::Value| -> Result<(), String> {
+        let mut t = toml::Table::new();
+        t.insert(key.to_string(), value);
+        Config::deserialize(t).map(|_| ()).map_err(|e| plain_words(e.message()))
+    };
+    let mut errs = Vec::new();
+    for (key, value) in &table {
+        let Err(whole) = alone(key, value.clone()) else { continue };
+        let before = errs.len();
+        match value {
+            toml::Value::Table(fields) => {
+                for (field, v) in fields {
+                    let one = toml::Table::from_iter([(field.clone(), v.clone())]);
+                    if let Err(m) = alone(key, toml::Value::Table(one)) {
+                        errs.push(format!("{key}.{field}: {m}"));
+                    }
+                }
+            }
+            toml::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Err(m) = alone(key, toml::Value::Array(vec![item.clone()])) {
+                        errs.push(format!("{key}[{i}]: {m}"));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if errs.len() == before {
+            errs.push(format!("{key}: {whole}"));
+        }
+    }
+    if errs.is_empty() {
+        errs.push(first);
+    }
+    Err(errs)
+}
+
+/// serde's words for a type, as a user reads them.
+fn plain_words(message: &str) -> String {
+    [
+        ("expected u32", "expected a whole number"),
+        ("expected u64", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+        ("expected a boolean", "expected true or false"),
+    ]
+    .iter()
+    .fold(message.trim_end().to_string(), |m, (from, to)| m.replace(from, to))
 }
 
 /// The mode of the file and of its `.prev`: it holds the password hash and the stream secrets,
@@ -89,6 +155,25 @@ mod tests {
     fn unknown_field_is_rejected_with_its_name() {
         let err = toml::from_str::<Config>("[video]\nbitrate = 3000\n").unwrap_err().to_string();
         assert!(err.contains("unknown field `bitrate`"), "{err}");
+    }
+
+    #[test]
+    fn every_wrong_type_and_unknown_field_is_named_not_only_the_first() {
+        let text = "name = 5\n[video]\nwidth = \"wide\"\nfps = 30\nbitrate = 3000\n[audio]\nbitrate_kbps = true\n\
+                    [[outputs]]\nurl = \"srt://:9000\"\n[[outputs]]\nurl = 7\n";
+        let errs = parse(text).unwrap_err();
+        assert_eq!(errs.len(), 5, "{errs:#?}");
+        let has = |prefix: &str, words: &str| errs.iter().any(|e| e.starts_with(prefix) && e.contains(words));
+        assert!(has("name: ", "invalid type: integer `5`, expected a string"), "{errs:#?}");
+        assert!(has("video.width: ", "expected a whole number"), "{errs:#?}");
+        assert!(has("video.bitrate: ", "unknown field `bitrate`"), "{errs:#?}");
+        assert!(has("audio.bitrate_kbps: ", "expected a whole number"), "{errs:#?}");
+        assert!(has("outputs[1]: ", "invalid type: integer `7`"), "{errs:#?}");
+        // Not TOML at all: the parser's one message with its place.
+        let errs = parse("[video\nwidth = 1").unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].contains("line 1"), "{errs:?}");
+        assert_eq!(parse(EXAMPLE_TOML).unwrap(), Config::default());
     }
 
     #[test]

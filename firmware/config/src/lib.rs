@@ -6,6 +6,7 @@
 //! This crate depends on serde only: no async runtime, no GStreamer.
 
 mod file;
+mod host;
 mod model;
 mod output_url;
 mod secret;
@@ -14,6 +15,7 @@ mod srt_url;
 mod validate;
 
 pub use file::{load, save_atomic, LoadError, DEFAULT_PATH};
+pub use host::check_host;
 pub use model::{AudioConfig, Config, DecoderConfig, GpioConfig, OutputConfig, VideoConfig, WebConfig, HIDDEN};
 pub use output_url::{FileSpec, OutputUrlError, RtmpUrl};
 pub use secret::Secret;

@@ -37,6 +37,9 @@ pub enum OutputUrlError {
     /// No host.
     #[error("{0} has no host: write rtmp://HOST/APP/KEY")]
     NoHost(String),
+    /// A host that cannot work.
+    #[error("{0}")]
+    BadHost(String),
     /// A recording path that is not absolute or not .ts.
     #[error("recording path {0:?} must be absolute and end in .ts, e.g. file:/media/usb/show-%Y%m%d-%H%M%S.ts")]
     BadPath(String),
@@ -59,15 +62,27 @@ impl RtmpUrl {
         let scheme = if secure { "rtmps" } else { "rtmp" };
         let (authority, path) =
             rest.split_once('/').ok_or_else(|| OutputUrlError::NoAppOrKey(format!("{scheme}://{rest}")))?;
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) => {
+        let default_port = if secure { 443 } else { 1935 };
+        let bracketed = authority.starts_with('[');
+        let (host, port) = match authority.strip_prefix('[').and_then(|r| r.split_once(']')) {
+            Some((h, "")) => (h, default_port),
+            Some((h, after)) => {
+                let p = after.strip_prefix(':').unwrap_or(after);
                 (h, p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| OutputUrlError::BadPort(p.to_string()))?)
             }
-            None => (authority, if secure { 443 } else { 1935 }),
+            None if authority.matches(':').count() > 1 => (authority, default_port),
+            None => match authority.rsplit_once(':') {
+                Some((h, p)) => (
+                    h,
+                    p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| OutputUrlError::BadPort(p.to_string()))?,
+                ),
+                None => (authority, default_port),
+            },
         };
         if host.is_empty() {
             return Err(OutputUrlError::NoHost(format!("{scheme}://")));
         }
+        crate::check_host(scheme, host, bracketed).map_err(OutputUrlError::BadHost)?;
         let (app, key) =
             path.split_once('/').ok_or_else(|| OutputUrlError::NoAppOrKey(format!("{scheme}://{authority}/{path}")))?;
         // `tls_verify=0` is ours; anything else after '?' belongs to the key (Twitch's
@@ -108,7 +123,8 @@ impl RtmpUrl {
 
 impl fmt::Display for RtmpUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://{}:{}/{}/****", if self.secure { "rtmps" } else { "rtmp" }, self.host, self.port, self.app)
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        write!(f, "{}://{}:{}/{}/****", if self.secure { "rtmps" } else { "rtmp" }, host, self.port, self.app)
     }
 }
 
@@ -210,6 +226,13 @@ mod tests {
             RtmpUrl::parse("rtmp://h:99999/live/k").unwrap_err().to_string(),
             "port \"99999\" is not a number 1-65535"
         );
+        let e = RtmpUrl::parse("rtmp://::1/app/key").unwrap_err().to_string();
+        assert!(e.contains("put it in brackets, e.g. rtmp://[::1]:PORT"), "{e}");
+        let e = RtmpUrl::parse("rtmp://user@live.example/app/key").unwrap_err().to_string();
+        assert!(e.contains("has a user part"), "{e}");
+        let u = RtmpUrl::parse("rtmp://[::1]:1936/app/key").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.to_string().as_str()), ("::1", 1936, "rtmp://[::1]:1936/app/****"));
+        assert_eq!(RtmpUrl::parse("rtmps://[::1]/app/key").unwrap().port, 443);
     }
 
     #[test]

@@ -128,6 +128,15 @@ pub enum SrtUrlError {
     /// Latency out of range.
     #[error("latency={0} is out of range {min}-{max} ms", min = LATENCY_RANGE_MS.0, max = LATENCY_RANGE_MS.1)]
     LatencyOutOfRange(String),
+    /// Latency that is not a whole number of milliseconds.
+    #[error("latency={0} is not a whole number of milliseconds ({min}-{max})", min = LATENCY_RANGE_MS.0, max = LATENCY_RANGE_MS.1)]
+    LatencyNotANumber(String),
+    /// A host that cannot work.
+    #[error("{0}")]
+    BadHost(String),
+    /// An IPv6 address without brackets, read as a host and a port.
+    #[error("{0:?}: an IPv6 address goes in brackets, e.g. srt://[::1]:9000")]
+    Ipv6WithoutBrackets(String),
     /// Passphrase too short or too long (the value itself is never shown).
     #[error("passphrase has {0} characters; it must have {min}-{max}", min = PASSPHRASE_LEN.0, max = PASSPHRASE_LEN.1)]
     PassphraseLength(usize),
@@ -172,11 +181,20 @@ impl SrtUrl {
             None => (rest, ""),
         };
         let authority = authority.trim_end_matches('/');
-        let (host, port) = split_host_port(authority).ok_or_else(|| SrtUrlError::MissingPort(redact_query(input)))?;
+        let (host, port) = split_host_port(authority).ok_or_else(|| {
+            if authority.matches(':').count() > 1 && !authority.starts_with('[') {
+                SrtUrlError::Ipv6WithoutBrackets(redact_query(input))
+            } else {
+                SrtUrlError::MissingPort(redact_query(input))
+            }
+        })?;
         let port: u16 = match port.parse() {
             Ok(p) if p > 0 => p,
             _ => return Err(SrtUrlError::BadPort(port.to_string())),
         };
+        if !host.is_empty() {
+            crate::check_host("srt", host, authority.starts_with('[')).map_err(SrtUrlError::BadHost)?;
+        }
         let host = if host.is_empty() { None } else { Some(host.to_string()) };
 
         let mut url = SrtUrl {
@@ -215,7 +233,10 @@ impl SrtUrl {
                     }
                 }
                 "latency" => {
-                    let ms: u64 = value.parse().map_err(|_| SrtUrlError::LatencyOutOfRange(value.clone()))?;
+                    let ms: u64 = match value.parse::<i64>() {
+                        Ok(ms) => u64::try_from(ms).map_err(|_| SrtUrlError::LatencyOutOfRange(value.clone()))?,
+                        Err(_) => return Err(SrtUrlError::LatencyNotANumber(value)),
+                    };
                     if !(LATENCY_RANGE_MS.0..=LATENCY_RANGE_MS.1).contains(&ms) {
                         return Err(SrtUrlError::LatencyOutOfRange(value));
                     }
@@ -466,7 +487,7 @@ mod tests {
     fn error_messages_name_value_and_range() {
         let cases = [
             ("srt://h:1?latency=9000", "latency=9000 is out of range 20-8000 ms"),
-            ("srt://h:1?latency=abc", "latency=abc is out of range 20-8000 ms"),
+            ("srt://h:1?latency=abc", "latency=abc is not a whole number of milliseconds (20-8000)"),
             ("srt://h:1?passphrase=short", "passphrase has 5 characters; it must have 10-79"),
             ("srt://h:1?passphrase=0123456789&pbkeylen=20", "pbkeylen=20 is not one of 16, 24, 32"),
             ("srt://h:1?pbkeylen=16", "pbkeylen=16 needs a passphrase"),
@@ -489,6 +510,23 @@ mod tests {
     fn passphrase_never_in_errors() {
         let err = SrtUrl::parse("http://h:1?passphrase=supersecret99").unwrap_err().to_string();
         assert!(!err.contains("supersecret99"), "{err}");
+    }
+
+    #[test]
+    fn urls_that_cannot_work_are_refused_with_what_to_write() {
+        let e = |u: &str| SrtUrl::parse(u).unwrap_err().to_string();
+        assert!(
+            e("srt://127.0.0.1@127.0.0.1:9000").contains("has a user part"),
+            "{}",
+            e("srt://127.0.0.1@127.0.0.1:9000")
+        );
+        assert!(e("srt:// :9000").contains("space"), "{}", e("srt:// :9000"));
+        assert_eq!(e("srt://::1:9000"), "\"srt://::1:9000\": an IPv6 address goes in brackets, e.g. srt://[::1]:9000");
+        assert_eq!(e("srt://:9000?latency=200.5"), "latency=200.5 is not a whole number of milliseconds (20-8000)");
+        assert_eq!(e("srt://:9000?latency=fast"), "latency=fast is not a whole number of milliseconds (20-8000)");
+        assert_eq!(e("srt://:9000?latency=10"), "latency=10 is out of range 20-8000 ms");
+        assert_eq!(e("srt://:9000?latency=-5"), "latency=-5 is out of range 20-8000 ms");
+        assert!(e("srt://[not-v6]:9000").contains("not an IPv6 address"));
     }
 
     #[test]

@@ -244,6 +244,11 @@ pub(crate) fn bad_input(message: impl std::fmt::Display) -> ExitCode {
 fn config_check(file: &std::path::Path) -> ExitCode {
     let config = match telebridge_config::load(file) {
         Ok(c) => c,
+        Err(e @ telebridge_config::LoadError::Parse { .. }) => {
+            // Every wrong type and unknown field, a line each, as the validator's problems are.
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
         Err(e) => return bad_input(e),
     };
     match config.validate() {
