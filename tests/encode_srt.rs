@@ -217,6 +217,58 @@ fn wrong_passphrase_is_reported_as_caller_and_as_listener() {
     assert!(rejection.contains("passphrase rejected"), "{s}");
 }
 
+/// Issue 17, finding 8: strangers calling with the wrong passphrase are logged once in ten
+/// seconds, not every time; once a real caller is in, the old rejection is gone from the
+/// status; after it leaves, the listener's counters keep what it sent.
+#[test]
+fn a_listener_logs_a_flood_of_rejections_once_forgets_them_when_a_caller_gets_in_and_keeps_its_counts() {
+    let _serial = serial();
+    let dir = scratch("listener-counts");
+    let port = free_udp_port();
+    let mut enc = encoder(
+        &dir,
+        "listener",
+        &[&format!("srt://:{port}?mode=listener&passphrase=the-right-one-123")],
+        &["--duration", "13s", "--size", "320x180", "--bitrate-kbps", "500"],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let strangers: Vec<Proc> = (0..4)
+        .map(|i| {
+            let uri = format!("srt://127.0.0.1:{port}?mode=caller&passphrase=the-wrong-one-456");
+            slt_to_file(&uri, &dir.join(format!("stranger{i}.ts")), &dir, &format!("stranger{i}"))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(4));
+    drop(strangers);
+    let good = format!("srt://127.0.0.1:{port}?mode=caller&passphrase=the-right-one-123");
+    let caller = slt_to_file(&good, &dir.join("good.ts"), &dir, "good");
+    std::thread::sleep(Duration::from_secs(4));
+    drop(caller);
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    let lines = json_lines(&dir.join("listener.stdout"));
+    let samples: Vec<&serde_json::Value> = lines.iter().filter(|l| l.get("t").is_some()).collect();
+    let rejected_seen = samples.iter().any(|l| l["outputs"][0]["last_rejection"].as_str().is_some());
+    let connected: Vec<&&serde_json::Value> = samples.iter().filter(|l| l["outputs"][0]["callers"] == 1).collect();
+    let sent_while_connected =
+        connected.iter().filter_map(|l| l["outputs"][0]["srt"]["packets_sent"].as_i64()).max().unwrap_or(0);
+    let s = summary(&dir.join("listener.stdout"));
+    let sent_at_exit = s["outputs"][0]["srt"]["packets_sent"].as_i64().unwrap_or(0);
+    let log = std::fs::read_to_string(dir.join("listener.stderr")).unwrap_or_default();
+    let logged = log.lines().filter(|l| l.contains("SRT caller rejected")).count();
+    eprintln!(
+        "rejection lines logged: {logged}; seen in the status: {rejected_seen}; samples with the caller in: {}; \
+         packets sent while connected: {sent_while_connected}, at exit: {sent_at_exit}",
+        connected.len()
+    );
+    assert!(rejected_seen, "the strangers were never reported; see {}", dir.display());
+    assert!(logged <= 2, "{logged} rejection lines in 4 s:\n{log}");
+    assert!(!connected.is_empty(), "the right caller never got in; see {}", dir.display());
+    let last_in = connected.last().expect("a sample with the caller in");
+    assert!(last_in["outputs"][0]["last_rejection"].is_null(), "still shows a rejection: {last_in}");
+    assert!(sent_while_connected > 100, "{sent_while_connected}");
+    assert!(sent_at_exit >= sent_while_connected, "the counters went back to {sent_at_exit} after the caller left");
+}
+
 /// Done-when 4: a listener serves 3 ffmpeg callers; one frozen for 5 s starves nobody.
 #[test]
 fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {

@@ -18,6 +18,8 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::reject::rejected_since;
+use crate::reject::RejectLog;
+use crate::stats::LifeTotals;
 use crate::{Backoff, SrtStats};
 
 /// Where an output is in its life.
@@ -180,6 +182,8 @@ impl SrtOutput {
             on_peer_joined,
             backoff: Backoff::default(),
             dropped: dropped.clone(),
+            totals: Default::default(),
+            reject_log: Default::default(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("srt-out-{name}"))
@@ -237,6 +241,9 @@ struct Worker {
     on_peer_joined: Arc<dyn Fn() + Send + Sync>,
     backoff: Backoff,
     dropped: Arc<AtomicU64>,
+    /// Counters over every connection so far (callers that left, earlier attempts).
+    totals: std::cell::RefCell<LifeTotals>,
+    reject_log: std::cell::RefCell<RejectLog>,
 }
 
 enum AttemptEnd {
@@ -319,7 +326,9 @@ impl Worker {
             let rejection = if listener { rejected_since(last_reject_check) } else { None };
             last_reject_check = Instant::now();
             if let Some(r) = &rejection {
-                warn!(output = %self.url.label(), reason = %r, "SRT caller rejected");
+                if let Some(unlogged) = self.reject_log.borrow_mut().rejected(Instant::now()) {
+                    warn!(output = %self.url.label(), reason = %r, not_logged_since_last = unlogged, "SRT caller rejected");
+                }
             }
             let now_live = if listener {
                 !conns.is_empty()
@@ -354,8 +363,10 @@ impl Worker {
                     None => format!("no answer from {} (is the receiver running?)", self.peer()),
                 });
             }
+            let joined = now_live && !live;
             live = now_live;
             let q = dropped.load(Ordering::Relaxed);
+            let life = self.totals.borrow_mut().update(&conns);
             self.status.send_modify(|s| {
                 s.state = match (live, listener) {
                     (true, _) => OutputState::Live,
@@ -368,13 +379,18 @@ impl Worker {
                     s.reason = Some(format!("no caller yet on port {}", self.url.port));
                 }
                 s.callers = conns.len();
-                s.srt = total.clone();
+                s.srt = life;
                 s.per_caller = if listener {
                     conns.iter().map(|(a, st)| (a.clone().unwrap_or_default(), st.clone())).collect()
                 } else {
                     Vec::new()
                 };
-                if let Some(r) = &rejection {
+                if joined {
+                    // A caller got in: an earlier rejection (a wrong passphrase, a stranger's
+                    // handshake) is no longer what the user needs to see.
+                    s.last_rejection = None;
+                }
+                if let Some(r) = rejection.as_ref().filter(|_| !joined) {
                     s.last_rejection = Some(r.to_string());
                 }
                 s.queue_dropped = q;

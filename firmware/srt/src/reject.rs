@@ -53,6 +53,34 @@ pub fn classify(line: &str) -> Option<RejectReason> {
     }
 }
 
+/// How often rejections are logged: a flood of spoofed handshakes must not flood the log.
+pub const REJECT_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Which rejections to log: the first, then at most one per [`REJECT_LOG_EVERY`] saying how
+/// many were not logged in between. Pure: tested without waiting.
+#[derive(Debug, Clone, Default)]
+pub struct RejectLog {
+    last_logged: Option<Instant>,
+    unlogged: u32,
+}
+
+impl RejectLog {
+    /// A rejection at `now`: `Some(n)` to log it (with `n` rejections not logged since the last
+    /// line), `None` to count it silently.
+    pub fn rejected(&mut self, now: Instant) -> Option<u32> {
+        match self.last_logged {
+            Some(t) if now.duration_since(t) < REJECT_LOG_EVERY => {
+                self.unlogged += 1;
+                None
+            }
+            _ => {
+                self.last_logged = Some(now);
+                Some(std::mem::take(&mut self.unlogged))
+            }
+        }
+    }
+}
+
 static REJECTS: OnceLock<Mutex<Vec<(Instant, RejectReason)>>> = OnceLock::new();
 
 fn rejects() -> &'static Mutex<Vec<(Instant, RejectReason)>> {
@@ -101,6 +129,18 @@ pub fn install_log_hook() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flood_of_rejections_is_logged_once_every_ten_seconds() {
+        let mut log = RejectLog::default();
+        let t = Instant::now();
+        assert_eq!(log.rejected(t), Some(0));
+        let logged: Vec<_> = (1..=100)
+            .filter_map(|k| log.rejected(t + std::time::Duration::from_millis(k * 200)).map(|n| (k, n)))
+            .collect();
+        // 20 s of five a second: a line at 10 s and at 20 s, each counting the ones between.
+        assert_eq!(logged, vec![(50, 49), (100, 49)]);
+    }
 
     #[test]
     fn libsrt_lines() {

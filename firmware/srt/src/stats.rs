@@ -111,9 +111,80 @@ impl SrtStats {
     }
 }
 
+impl SrtStats {
+    /// Adds `other`'s counters (not its rates, RTT or latency) to these.
+    fn add_counters(&mut self, other: &SrtStats) {
+        self.packets_sent += other.packets_sent;
+        self.packets_lost += other.packets_lost;
+        self.packets_retransmitted += other.packets_retransmitted;
+        self.packets_dropped += other.packets_dropped;
+        self.bytes_sent += other.bytes_sent;
+        self.packets_received += other.packets_received;
+        self.packets_received_lost += other.packets_received_lost;
+        self.bytes_received += other.bytes_received;
+        self.acks_received += other.acks_received;
+    }
+}
+
+/// An output's counters over its whole life: libsrt's counters belong to one connection, so
+/// a caller that leaves (or a connection that is made again) would take its packets with it.
+/// The connections that ended keep counting here. Rates and RTT are the current connections'.
+#[derive(Debug, Clone, Default)]
+pub struct LifeTotals {
+    present: std::collections::HashMap<String, SrtStats>,
+    ended: SrtStats,
+}
+
+impl LifeTotals {
+    /// Takes the connections now open (`(address, counters)`; no address: by position) and
+    /// returns the totals since the output started.
+    pub fn update(&mut self, conns: &[(Option<String>, SrtStats)]) -> SrtStats {
+        let now: std::collections::HashMap<String, SrtStats> = conns
+            .iter()
+            .enumerate()
+            .map(|(i, (a, st))| (a.clone().unwrap_or_else(|| format!("#{i}")), st.clone()))
+            .collect();
+        for (key, last) in &self.present {
+            // Gone, or the same key with counters that went back: a connection that ended.
+            let ended = now
+                .get(key)
+                .is_none_or(|n| n.packets_sent < last.packets_sent || n.bytes_received < last.bytes_received);
+            if ended {
+                self.ended.add_counters(last);
+            }
+        }
+        self.present = now;
+        let mut t = SrtStats::total(self.present.values());
+        t.add_counters(&self.ended);
+        t
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_caller_that_leaves_keeps_counting() {
+        let st = |sent: i64| SrtStats {
+            packets_sent: sent,
+            bytes_sent: sent * 1316,
+            send_rate_mbps: 4.0,
+            ..SrtStats::default()
+        };
+        let mut t = LifeTotals::default();
+        assert_eq!(t.update(&[(Some("a:1".into()), st(1000)), (Some("b:2".into()), st(500))]).packets_sent, 1500);
+        // b leaves: its 500 stay; a goes on.
+        let now = t.update(&[(Some("a:1".into()), st(1281))]);
+        assert_eq!((now.packets_sent, now.send_rate_mbps), (1781, 4.0));
+        // Everyone leaves: nothing is lost, and no rate is left.
+        let now = t.update(&[]);
+        assert_eq!((now.packets_sent, now.bytes_sent, now.send_rate_mbps), (1781, 1781 * 1316, 0.0));
+        // A connection made again under the same key starts from zero: the old one counts.
+        t.update(&[(None, st(300))]);
+        let now = t.update(&[(None, st(10))]);
+        assert_eq!(now.packets_sent, 1781 + 300 + 10);
+    }
 
     #[test]
     fn reads_libsrt_fields_of_any_integer_type() {
