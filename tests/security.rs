@@ -59,11 +59,13 @@ fn a_hundred_simultaneous_wrong_passwords_get_five_checks_and_the_box_stays_smal
     let statuses: Vec<u16> = threads.into_iter().map(|t| t.join().unwrap()).collect();
     let count = |code: u16| statuses.iter().filter(|s| **s == code).count();
     let (checked, refused, busy, closed) = (count(401), count(429), count(503), count(0));
+    // 503: the box is checking as many as it will, or the address holds as many connections as
+    // it may; 0: closed before an answer could be read.
     let right = login(port, "a test password");
     let (rss, peak) = (proc_kb(pid, "VmRSS:"), proc_kb(pid, "VmHWM:"));
     eprintln!(
         "100 wrong passwords at once: {checked} checked (401), {refused} refused unchecked (429), {busy} busy (503), \
-         {closed} connections closed at once (over the 32 an address may hold); the right one then: {right}; \
+         {closed} closed unanswered; the right one then: {right}; \
          RSS {before} kB before, {rss} kB after, peak {peak} kB"
     );
     assert!(checked <= 5, "{checked} of 100 were checked: {statuses:?}");

@@ -23,8 +23,12 @@ use tracing::{debug, warn};
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections at once, in all.
 pub const MAX_CONNECTIONS: usize = 256;
-/// Connections at once from one address (a browser opens six, and one for the events).
-pub const MAX_PER_ADDRESS: usize = 32;
+/// Connections at once from one address (a browser opens six and one for the events; a script
+/// that closes and opens connections quickly leaves a few closing at any moment).
+pub const MAX_PER_ADDRESS: usize = 64;
+/// What a connection turned away is told before it is closed.
+const TURNED_AWAY: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 /// How long open connections get to finish when the daemon stops.
 const DRAIN: Duration = Duration::from_secs(2);
 
@@ -115,7 +119,9 @@ pub async fn serve(
         };
         let admitted = table.lock().unwrap_or_else(|p| p.into_inner()).admit(peer.ip());
         if let Err(why) = admitted {
-            debug!(%peer, ?why, "HTTP connection closed at once: too many open");
+            debug!(%peer, ?why, "HTTP connection turned away: too many open");
+            // One non-blocking write: a client that reads gets an answer, none can hold us.
+            let _ = stream.try_write(TURNED_AWAY);
             drop(stream);
             continue;
         }
