@@ -9,6 +9,7 @@ mod idle;
 mod plot;
 mod reader;
 mod rtmp_srt;
+mod soak;
 mod srt_4g;
 mod throughput;
 mod transport;
@@ -61,6 +62,13 @@ enum Bench {
         #[arg(long, default_value_t = 3)]
         runs: u64,
     },
+    /// The daemon live for an hour through the 4g-fixed link (without its outages) to a decoder,
+    /// its panel polled as a browser does: memory and open files each minute, gaps in the picture.
+    Soak {
+        /// How long, in minutes.
+        #[arg(long, default_value_t = 60)]
+        minutes: u64,
+    },
     /// Our SRT transport (`telebridge relay`) against srt-live-transmit on the same link and
     /// stream: CPU seconds per GB and losses, sender and receiver.
     Transport,
@@ -103,6 +111,7 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(rtmp_srt::latency(&args.profiles, &args.out, args.quick, &rtt_factors))
         }
         Bench::Bitrate => runtime.block_on(rtmp_srt::bitrate(&args.profiles, &args.out, args.quick)),
+        Bench::Soak { minutes } => runtime.block_on(soak::run(&args.profiles, &args.out, args.quick, minutes)),
         Bench::Transport => runtime.block_on(transport::run(&args.profiles, &args.out, args.quick)),
         Bench::Throughput { runs } => runtime.block_on(throughput::run(&args.profiles, &args.out, args.quick, runs)),
         Bench::TcpSend { addr, seconds } => throughput::tcp_send(&addr, seconds),
