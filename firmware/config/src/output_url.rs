@@ -183,11 +183,11 @@ fn parse_length(s: &str) -> Option<Duration> {
     let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
     let n: u64 = n.parse().ok()?;
     let secs = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
+        "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
         _ => return None,
-    };
+    }?;
     (10..=86_400).contains(&secs).then(|| Duration::from_secs(secs))
 }
 
@@ -245,5 +245,9 @@ mod tests {
             FileSpec::parse("file:/r/x.ts?segment=2s").unwrap_err().to_string(),
             "segment=2s is not a length 10s-24h (write e.g. 30s, 10m, 1h)"
         );
+        // Found by fuzzing (fuzz/seeds/urls/segment-overflow): a number that overflows when
+        // turned into seconds panicked (debug) or wrapped into range (release).
+        assert!(FileSpec::parse("file:/=S.ts?segment=1900200008000200803m").is_err());
+        assert!(FileSpec::parse("file:/r/x.ts?segment=307445734561825861h").is_err(), "wraps to 10 m");
     }
 }
