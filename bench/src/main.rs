@@ -5,6 +5,7 @@
 //! `--quick` is for CI: short runs that check each benchmark works and gives sane figures.
 
 mod fanout;
+mod golive;
 mod idle;
 mod plot;
 mod reader;
@@ -44,6 +45,14 @@ enum Bench {
     /// One encoder listening, 1, 10, 25, 50 decoders calling: CPU, memory, expected against
     /// actual bandwidth (the Raspberry Pi server study's table).
     Fanout,
+    /// Press to first packet: Go live through the API, time the receiver's first byte; the
+    /// first press of a daemon's life and the later ones.
+    #[command(name = "go-live")]
+    GoLive {
+        /// The telebridge binary to measure (default: the one built beside this benchmark).
+        #[arg(long)]
+        telebridge: Option<PathBuf>,
+    },
     /// The appliance daemon at rest (not live): RSS and CPU, with simulated GPIO and with none.
     Idle,
     /// Glass-to-glass latency, SRT against RTMP, per profile (the RTMP-vs-SRT study's test).
@@ -107,6 +116,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Srt4g => runtime.block_on(srt_4g::run(&args.profiles, &args.out, args.quick)),
         Bench::Fanout => fanout::run(&args.out, args.quick),
         Bench::Idle => idle::run(args.quick),
+        Bench::GoLive { telebridge } => golive::run(args.quick, telebridge),
         Bench::Latency { rtt_factors } => {
             runtime.block_on(rtmp_srt::latency(&args.profiles, &args.out, args.quick, &rtt_factors))
         }

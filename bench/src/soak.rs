@@ -24,9 +24,20 @@ const LATENCY_MS: u32 = 600;
 /// Memory is compared from this minute on: the first fill their caches and buffers.
 const WARM_UP_MIN: usize = 2;
 
-/// One HTTP/1.1 request on loopback; the status and the session cookie it set, if any.
-fn http(port: u16, method: &str, path: &str, cookie: &str, body: &str) -> (u16, Option<String>) {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return (0, None) };
+/// What one HTTP request got back.
+#[derive(Debug, Default)]
+pub struct Reply {
+    /// The status (0: no answer).
+    pub status: u16,
+    /// The body.
+    pub body: Vec<u8>,
+    /// The session cookie it set, if any (`name=value`).
+    pub cookie: Option<String>,
+}
+
+/// One HTTP/1.1 request to the panel on loopback, as a script sends it.
+pub fn http(port: u16, method: &str, path: &str, cookie: &str, body: &str) -> Reply {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return Reply::default() };
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
     let req = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nX-Telebridge-Csrf: 1\r\n\
@@ -34,7 +45,7 @@ fn http(port: u16, method: &str, path: &str, cookie: &str, body: &str) -> (u16, 
         body.len()
     );
     if s.write_all(req.as_bytes()).is_err() {
-        return (0, None);
+        return Reply::default();
     }
     let mut resp = Vec::new();
     let _ = s.read_to_end(&mut resp);
@@ -46,7 +57,7 @@ fn http(port: u16, method: &str, path: &str, cookie: &str, body: &str) -> (u16, 
             .starts_with("set-cookie:")
             .then(|| l[11..].trim().split(';').next().unwrap_or("").to_string())
     });
-    (status, cookie)
+    Reply { status, body: resp[head_end..].to_vec(), cookie }
 }
 
 /// Open files of a process.
@@ -112,7 +123,7 @@ fn poll_panel(port: u16, cookie: String, panel: Arc<Panel>, stop: Arc<AtomicBool
             paths.push("/api/stats.csv?minutes=5");
         }
         for path in paths {
-            let (status, _) = http(port, "GET", path, &cookie, "");
+            let status = http(port, "GET", path, &cookie, "").status;
             let counter = if status == 200 { &panel.ok } else { &panel.failed };
             counter.fetch_add(1, Ordering::Relaxed);
         }
@@ -165,16 +176,16 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool, minutes: u64) -> anyh
     for _ in 0..100 {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         code = text.split("setup_code=").nth(1).map(|r| r.chars().take(9).collect::<String>());
-        if code.is_some() && http(http_port, "GET", "/healthz", "", "").0 == 200 {
+        if code.is_some() && http(http_port, "GET", "/healthz", "", "").status == 200 {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     let code = code.context("the daemon printed no setup code")?;
-    let (status, cookie) =
-        http(http_port, "POST", "/api/setup", "", &format!(r#"{{"code":"{code}","password":"soak test password"}}"#));
-    anyhow::ensure!(status == 200, "setup answered {status}");
-    let cookie = cookie.context("setup set no session cookie")?;
+    let body = format!(r#"{{"code":"{code}","password":"soak test password"}}"#);
+    let setup = http(http_port, "POST", "/api/setup", "", &body);
+    anyhow::ensure!(setup.status == 200, "setup answered {}", setup.status);
+    let cookie = setup.cookie.context("setup set no session cookie")?;
 
     let panel = Arc::new(Panel::default());
     let stop = Arc::new(AtomicBool::new(false));

@@ -52,13 +52,38 @@ impl std::fmt::Debug for RunOptions {
     }
 }
 
+/// The encoders that passed their probe in this process. A probe pushes frames through the
+/// encoder (up to 2 s for one that hangs); one that worked once is not probed again, so a
+/// press of Go live does not wait for it. One that failed is probed again next time (a
+/// hardware encoder can be busy for a moment).
+static WORKING: std::sync::Mutex<Vec<telebridge_media::EncoderKind>> = std::sync::Mutex::new(Vec::new());
+
+fn probe_once(kind: telebridge_media::EncoderKind) -> Result<(), String> {
+    if WORKING.lock().unwrap_or_else(|p| p.into_inner()).contains(&kind) {
+        return Ok(());
+    }
+    probe_encoder(kind)?;
+    WORKING.lock().unwrap_or_else(|p| p.into_inner()).push(kind);
+    Ok(())
+}
+
 /// Picks the encoder for this machine and logs the choice and why.
 pub fn select_encoder(config: &ValidConfig) -> Result<EncoderChoice, AppError> {
     let platform = Platform::detect();
-    let choice = choose_encoder(config.encoder, &platform, &telebridge_media::has_element, &mut probe_encoder)
+    let choice = choose_encoder(config.encoder, &platform, &telebridge_media::has_element, &mut probe_once)
         .map_err(|e| AppError::BadInput(e.to_string()))?;
     info!(encoder = %choice.kind, reason = %choice.reason, "H.264 encoder chosen");
     Ok(choice)
+}
+
+/// Gets the box ready to go live before anybody presses: GStreamer loaded and the encoder
+/// chosen and probed (the daemon calls this once, in the background, at start).
+pub fn warm_up(config: &ValidConfig) {
+    let started = std::time::Instant::now();
+    match telebridge_media::init().map_err(AppError::from).and_then(|()| select_encoder(config)) {
+        Ok(choice) => info!(encoder = %choice.kind, ms = started.elapsed().as_millis() as u64, "ready to go live"),
+        Err(e) => tracing::warn!(error = %e, "the encoder is not ready; going live will say why"),
+    }
 }
 
 /// Runs the encoder role until `duration` elapses or `shutdown` completes; returns the summary.
