@@ -1,0 +1,179 @@
+//! The owner's account: first-run setup with the code, log in and out, the password change.
+
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+use telebridge_appliance::DaemonCommand;
+use tracing::{info, warn};
+
+use crate::auth::{self, COOKIE, MIN_PASSWORD};
+use crate::body::json_body;
+use crate::error::{error, refused, ApiError};
+use crate::middleware::{client_ip, session_cookie, session_token};
+use crate::AppState;
+
+/// How the setup code file starts (and how a stale one is known before it is removed).
+pub(crate) const SETUP_FILE_HEAD: &str = "Telebridge setup code: ";
+
+/// Removes the setup code file once the password is set: the code is spent, and a file that
+/// says otherwise only misleads. Only a file that is ours (it starts with our words) goes.
+pub(crate) fn remove_setup_code_file(path: &str) {
+    let path = std::path::Path::new(path);
+    if std::fs::read_to_string(path).is_ok_and(|t| t.starts_with(SETUP_FILE_HEAD)) {
+        match std::fs::remove_file(path) {
+            Ok(()) => info!(file = %path.display(), "setup code file removed (the password is set)"),
+            Err(e) => warn!(file = %path.display(), error = %e, "cannot remove the spent setup code file"),
+        }
+    }
+}
+
+pub(crate) async fn setup_status(State(s): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({ "needed": s.auth.setup_code().is_some(), "min_password": MIN_PASSWORD }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SetupBody {
+    code: String,
+    password: String,
+}
+
+pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Response {
+    let ip = client_ip(req.extensions());
+    let Some(code) = s.auth.setup_code() else {
+        return error(StatusCode::CONFLICT, "the password is already set; log in instead");
+    };
+    let attempt = match s.auth.begin(ip, Instant::now()) {
+        Ok(a) => a,
+        Err(refusal) => return refused(ip, refusal),
+    };
+    let Some(Json(body)) = json_body::<SetupBody>(req).await else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "body must be {\"code\": \"1234-5678\", \"password\": \"...\"}",
+        );
+    };
+    if body.code.trim() != code {
+        attempt.failed(Instant::now());
+        warn!(%ip, "wrong setup code");
+        return error(
+            StatusCode::FORBIDDEN,
+            "wrong setup code: it is on the HDMI output, in the log and on the boot partition",
+        );
+    }
+    if let Some(r) = password_rule("password", &body.password) {
+        return r;
+    }
+    match set_password(&s, body.password).await {
+        Ok(()) => {
+            s.auth.finish_setup();
+            attempt.succeeded();
+            remove_setup_code_file(&s.store.file().web.setup_code_file);
+            let _ = s.daemon.commands.send(DaemonCommand::SetupText(None)).await;
+            info!(%ip, "setup done: password set");
+            let token = s.auth.new_session(Instant::now());
+            ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+/// A new password's length rule, as an answer naming `field` when it is broken.
+fn password_rule(field: &str, password: &str) -> Option<Response> {
+    let n = password.chars().count();
+    (!(MIN_PASSWORD..=auth::MAX_PASSWORD).contains(&n)).then(|| {
+        error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{field}: {n} characters; it must have at least {MIN_PASSWORD} and at most {}", auth::MAX_PASSWORD),
+        )
+    })
+}
+
+async fn set_password(s: &AppState, password: String) -> Result<(), Response> {
+    let hash = s.checker.hash(password).await.map_err(|e| {
+        warn!(error = %e, "cannot hash the new password");
+        error(StatusCode::SERVICE_UNAVAILABLE, "the box is busy checking passwords: try again in a few seconds")
+    })?;
+    let mut c = s.store.file();
+    c.web.password_hash = hash;
+    s.store.replace(c).await.map(|_| ()).map_err(|e| ApiError::from(e).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LoginBody {
+    password: String,
+}
+
+pub(crate) async fn login(State(s): State<AppState>, req: Request) -> Response {
+    let ip = client_ip(req.extensions());
+    if s.auth.setup_code().is_some() {
+        return error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code");
+    }
+    let attempt = match s.auth.begin(ip, Instant::now()) {
+        Ok(a) => a,
+        Err(refusal) => return refused(ip, refusal),
+    };
+    let Some(Json(body)) = json_body::<LoginBody>(req).await else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"password\": \"...\"}");
+    };
+    let hash = s.store.file().web.password_hash;
+    let ok = body.password.chars().count() <= auth::MAX_PASSWORD && s.checker.verify(body.password, hash).await;
+    if !ok {
+        attempt.failed(Instant::now());
+        warn!(%ip, "wrong password");
+        return error(StatusCode::UNAUTHORIZED, "wrong password");
+    }
+    attempt.succeeded();
+    let token = s.auth.new_session(Instant::now());
+    ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
+}
+
+pub(crate) async fn logout(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(t) = session_token(&headers) {
+        s.auth.end(&t);
+    }
+    let clear = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    ([(header::SET_COOKIE, clear)], StatusCode::NO_CONTENT).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PasswordBody {
+    current: String,
+    new: String,
+}
+
+/// Changes the password: the current one must be given; every other session ends.
+pub(crate) async fn change_password(State(s): State<AppState>, req: Request) -> Response {
+    let ip = client_ip(req.extensions());
+    let attempt = match s.auth.begin(ip, Instant::now()) {
+        Ok(a) => a,
+        Err(refusal) => return refused(ip, refusal),
+    };
+    let Some(Json(body)) = json_body::<PasswordBody>(req).await else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"current\": \"...\", \"new\": \"...\"}");
+    };
+    let hash = s.store.file().web.password_hash;
+    let current_ok = body.current.chars().count() <= auth::MAX_PASSWORD && s.checker.verify(body.current, hash).await;
+    if !current_ok {
+        attempt.failed(Instant::now());
+        return error(StatusCode::FORBIDDEN, "current: wrong password");
+    }
+    attempt.succeeded();
+    if let Some(r) = password_rule("new", &body.new) {
+        return r;
+    }
+    if let Err(r) = set_password(&s, body.new).await {
+        return r;
+    }
+    s.auth.end_all();
+    info!(%ip, "password changed; every session ended");
+    let token = s.auth.new_session(Instant::now());
+    ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
+}

@@ -1,0 +1,140 @@
+//! The API's answers that are not a success, in one type: a status with words the user can act
+//! on, or an internal failure whose details go to the log and never into the answer.
+
+use std::net::IpAddr;
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use telebridge_appliance::StoreError;
+use tracing::error as log_error;
+
+use crate::auth;
+
+/// An answer that is not a success.
+#[derive(Debug)]
+pub enum ApiError {
+    /// A status the user can act on, with what to do.
+    User(StatusCode, String),
+    /// The same, and when to try again (`Retry-After`, seconds).
+    Later(StatusCode, String, u64),
+    /// A configuration that does not validate: each field and its problem.
+    Invalid(Vec<(String, String)>),
+    /// Something failed inside the box. The answer says `what` failed; the details (paths,
+    /// the system's words) go to the log only.
+    Internal {
+        /// What failed, in the user's words ("cannot save the configuration").
+        what: &'static str,
+        /// The details, for the log.
+        detail: String,
+    },
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        match self {
+            ApiError::User(code, message) => (code, Json(json!({ "error": message }))).into_response(),
+            ApiError::Later(code, message, secs) => {
+                let mut r = (code, Json(json!({ "error": message }))).into_response();
+                if let Ok(v) = secs.to_string().parse() {
+                    r.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                r
+            }
+            ApiError::Invalid(errors) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(json!({
+                    "error": "the configuration was not changed",
+                    "errors": errors.iter().map(|(f, m)| json!({ "field": f, "message": m })).collect::<Vec<_>>(),
+                })),
+            )
+                .into_response(),
+            ApiError::Internal { what, detail } => {
+                log_error!(%detail, "{what}");
+                (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({ "error": format!("{what} (the box logged why)") })))
+                    .into_response()
+            }
+        }
+    }
+}
+
+/// A failure answer with `message` (4xx, or a 503 with fixed words).
+pub(crate) fn error(code: StatusCode, message: impl Into<String>) -> Response {
+    ApiError::User(code, message.into()).into_response()
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Invalid(errs) => {
+                ApiError::Invalid(errs.0.into_iter().map(|e| (e.field.to_string(), e.message)).collect())
+            }
+            StoreError::Save { .. } => {
+                ApiError::Internal { what: "cannot save the configuration", detail: e.to_string() }
+            }
+            StoreError::Stopped => ApiError::User(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        }
+    }
+}
+
+/// The answer to an attempt refused before anything was checked (see [`auth`]).
+pub(crate) fn refused(ip: IpAddr, refusal: auth::Refusal) -> Response {
+    let retry_after = |mut r: Response, secs: u64| {
+        if let Ok(v) = secs.to_string().parse() {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        r
+    };
+    match refusal {
+        auth::Refusal::Locked(wait) => retry_after(
+            error(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("too many wrong attempts from {ip}: wait {} s", wait.as_secs() + 1),
+            ),
+            wait.as_secs() + 1,
+        ),
+        auth::Refusal::TooMany => retry_after(
+            error(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("too many attempts from {ip} at once: {} a minute are checked", auth::MAX_FAILURES),
+            ),
+            auth::FAILURE_WINDOW.as_secs(),
+        ),
+        auth::Refusal::Busy => retry_after(
+            error(StatusCode::SERVICE_UNAVAILABLE, "the box is checking other passwords: try again in a few seconds"),
+            5,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body(r: Response) -> (StatusCode, String) {
+        let status = r.status();
+        let bytes = axum::body::to_bytes(r.into_body(), 1 << 16).await.unwrap_or_default();
+        (status, String::from_utf8_lossy(&bytes).to_string())
+    }
+
+    #[tokio::test]
+    async fn an_internal_failure_answers_without_its_details() {
+        let e = StoreError::Save {
+            path: "/etc/telebridge/telebridge.toml".into(),
+            message: "No space left on device (os error 28)".into(),
+        };
+        let (status, text) = body(ApiError::from(e).into_response()).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(text, r#"{"error":"cannot save the configuration (the box logged why)"}"#);
+    }
+
+    #[tokio::test]
+    async fn user_errors_keep_their_words_and_retry_after() {
+        let (status, text) = body(error(StatusCode::CONFLICT, "the password is already set")).await;
+        assert_eq!((status, text.as_str()), (StatusCode::CONFLICT, r#"{"error":"the password is already set"}"#));
+        let r = refused("192.0.2.1".parse().unwrap_or(IpAddr::V4(0.into())), auth::Refusal::Busy);
+        assert_eq!(r.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()), Some("5"));
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+}

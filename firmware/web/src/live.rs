@@ -1,0 +1,158 @@
+//! The box at work: health, status, Go live, the event stream, the history, the preview, the
+//! log, Prometheus, reboot.
+
+use std::convert::Infallible;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+use telebridge_appliance::DaemonCommand;
+use tracing::warn;
+
+use crate::body::json_body;
+use crate::error::{error, ApiError};
+use crate::middleware::session_token;
+use crate::{metrics, AppState};
+
+pub(crate) async fn healthz(State(s): State<AppState>) -> Response {
+    if s.daemon.heartbeat.age() < Duration::from_secs(2) {
+        (StatusCode::OK, "ok\n").into_response()
+    } else {
+        error(StatusCode::SERVICE_UNAVAILABLE, "the main loop is not turning")
+    }
+}
+
+pub(crate) async fn status(State(s): State<AppState>) -> Response {
+    let st = s.daemon.status.borrow().clone();
+    Json(st).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LiveBody {
+    live: bool,
+}
+
+pub(crate) async fn live(State(s): State<AppState>, req: Request) -> Response {
+    let Some(Json(body)) = json_body::<LiveBody>(req).await else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"live\": true} or {\"live\": false}");
+    };
+    if s.daemon.commands.send(DaemonCommand::Live(body.live)).await.is_err() {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
+    }
+    (StatusCode::ACCEPTED, Json(json!({ "live": body.live }))).into_response()
+}
+
+/// Server-sent events: `sample` once a second (the `--stats json` line of the running media,
+/// with the state), `state` when the state changes.
+pub(crate) async fn events(
+    State(s): State<AppState>,
+) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
+    let rx = s.daemon.status.clone();
+    let stream = futures_util::stream::unfold(
+        (rx, None::<String>, Instant::now()),
+        |(rx, last_state, last_sample)| async move {
+            let mut last_state = last_state;
+            let mut last_sample = last_sample;
+            loop {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if rx.has_changed().is_err() {
+                    return None;
+                }
+                let st = rx.borrow().clone();
+                let state =
+                    serde_json::to_value(st.machine.state).unwrap_or_default().as_str().unwrap_or("").to_string();
+                if last_state.as_deref() != Some(state.as_str()) {
+                    let ev = SseEvent::default().event("state").json_data(&st.machine).unwrap_or_default();
+                    return Some((Ok(ev), (rx, Some(state), last_sample)));
+                }
+                if last_sample.elapsed() >= Duration::from_secs(1) {
+                    last_sample = Instant::now();
+                    let data = json!({ "state": state, "leds": st.led_patterns, "media": st.media, "alerts": st.alerts, "input": st.input });
+                    let ev = SseEvent::default().event("sample").json_data(&data).unwrap_or_default();
+                    return Some((Ok(ev), (rx, last_state, last_sample)));
+                }
+                last_state = Some(state);
+            }
+        },
+    );
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CsvQuery {
+    minutes: Option<u32>,
+}
+
+pub(crate) async fn stats_csv(State(s): State<AppState>, Query(q): Query<CsvQuery>) -> Response {
+    let minutes = q.minutes.unwrap_or(5).clamp(1, 24 * 60);
+    (
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"telebridge-{minutes}min.csv\"")),
+        ],
+        s.history.csv(minutes),
+    )
+        .into_response()
+}
+
+/// The current picture, small (320 px wide), made at most once a second by the encoder.
+pub(crate) async fn preview(State(s): State<AppState>) -> Response {
+    let jpeg = s.daemon.preview.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    match jpeg {
+        Some(bytes) => {
+            ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "no-store")], bytes).into_response()
+        }
+        None => error(StatusCode::NOT_FOUND, "no picture: the encoder is not running"),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct LogsQuery {
+    lines: Option<usize>,
+}
+
+/// The daemon's last log lines (no secrets are ever logged).
+pub(crate) async fn logs(Query(q): Query<LogsQuery>) -> Response {
+    Json(json!({ "lines": telebridge_appliance::logs::tail(q.lines.unwrap_or(100).min(telebridge_appliance::logs::LINES)) }))
+        .into_response()
+}
+
+/// Reboots the box (`systemctl reboot`); refused under `--sim`, where there is no box.
+pub(crate) async fn reboot(State(s): State<AppState>) -> Response {
+    if s.daemon.sim.is_some() {
+        return error(StatusCode::CONFLICT, "simulation: there is no box to reboot");
+    }
+    warn!("reboot requested from the panel");
+    let status = tokio::task::spawn_blocking(|| std::process::Command::new("systemctl").arg("reboot").status()).await;
+    match status.map_err(std::io::Error::other).and_then(|r| r) {
+        Ok(st) if st.success() => (StatusCode::ACCEPTED, Json(json!({ "rebooting": true }))).into_response(),
+        Ok(st) => {
+            ApiError::Internal { what: "cannot reboot", detail: format!("systemctl reboot: {st}") }.into_response()
+        }
+        Err(e) => {
+            ApiError::Internal { what: "cannot reboot", detail: format!("systemctl reboot: {e}") }.into_response()
+        }
+    }
+}
+
+/// Prometheus: a session or the read-only bearer token of `web.metrics_token`.
+pub(crate) async fn metrics_handler(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    let token = s.store.file().web.metrics_token;
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| !token.is_empty() && t == token);
+    let session = session_token(&headers).is_some_and(|t| s.auth.valid(&t, Instant::now()));
+    if !bearer && !session {
+        return error(StatusCode::UNAUTHORIZED, "log in, or send Authorization: Bearer <web.metrics_token>");
+    }
+    let st = s.daemon.status.borrow().clone();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics::render(&st)).into_response()
+}

@@ -1,0 +1,47 @@
+//! The panel's files, embedded in the binary, and the OpenAPI document.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::error;
+
+/// The panel's files, embedded at build time (web-ui/, under 300 KB with uPlot).
+pub(crate) const PANEL: &[(&str, &str, &str)] = &[
+    ("/", "text/html; charset=utf-8", include_str!("../../../web-ui/index.html")),
+    ("/app.js", "text/javascript; charset=utf-8", include_str!("../../../web-ui/app.js")),
+    ("/app.css", "text/css; charset=utf-8", include_str!("../../../web-ui/app.css")),
+    (
+        "/vendor/uPlot.iife.min.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../web-ui/vendor/uPlot.iife.min.js"),
+    ),
+    ("/vendor/uPlot.min.css", "text/css; charset=utf-8", include_str!("../../../web-ui/vendor/uPlot.min.css")),
+];
+
+pub(crate) async fn panel_file(uri: axum::http::Uri) -> Response {
+    match PANEL.iter().find(|(p, _, _)| *p == uri.path()) {
+        Some((_, kind, body)) => (
+            [
+                (header::CONTENT_TYPE, *kind),
+                (header::CACHE_CONTROL, "no-cache"),
+                (header::CONTENT_SECURITY_POLICY, "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            *body,
+        )
+            .into_response(),
+        None => error(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+/// The OpenAPI document of this API.
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+pub(crate) async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+/// The panel's total size, bytes.
+pub fn panel_size() -> usize {
+    PANEL.iter().map(|(_, _, b)| b.len()).sum()
+}

@@ -1,0 +1,110 @@
+//! The simulated hardware of `--sim`: GPIO, the button, the HDMI cable, a stalled main loop.
+//! It stands for physical access and needs no login; it exists only under `--sim`.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+use telebridge_appliance::DaemonCommand;
+use telebridge_gpio::{ButtonEvent, Led};
+use tracing::info;
+
+use crate::error::error;
+use crate::AppState;
+
+pub(crate) async fn sim_gpio(State(s): State<AppState>) -> Response {
+    let Some(state) = s.daemon.sim_state() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
+    let patterns = s.daemon.status.borrow().led_patterns;
+    let mut leds = serde_json::Map::new();
+    let mut shown = serde_json::Map::new();
+    for (i, led) in Led::ALL.iter().enumerate() {
+        let name = serde_json::to_value(led).unwrap_or_default().as_str().unwrap_or("").to_string();
+        leds.insert(name.clone(), json!(state.leds[i]));
+        shown.insert(name, serde_json::to_value(patterns[i]).unwrap_or_default());
+    }
+    let cable = s.daemon.sim_cable.as_ref().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+    Json(json!({
+        "backend": "sim",
+        "leds": leds,
+        "patterns": shown,
+        "button_pressed": state.button_pressed,
+        "hdmi_cable": cable,
+    }))
+    .into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SignalBody {
+    present: bool,
+}
+
+/// Plugs the simulated HDMI cable in or pulls it out: pulled, the test pattern stops sending
+/// frames (as a real input does) and the box notices within a couple of seconds.
+pub(crate) async fn sim_signal(State(s): State<AppState>, body: Option<Json<SignalBody>>) -> Response {
+    let Some(Json(body)) = body else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"present\": true|false}");
+    };
+    let Some(cable) = s.daemon.sim_cable.as_ref() else {
+        return error(StatusCode::NOT_FOUND, "no simulated HDMI cable");
+    };
+    cable.store(body.present, std::sync::atomic::Ordering::Relaxed);
+    info!(plugged_in = body.present, "simulated HDMI cable");
+    Json(json!({ "hdmi_cable": body.present })).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ButtonBody {
+    hold_ms: u64,
+}
+
+/// Holds the simulated button down for `hold_ms`, then lets go; answers after the release with
+/// what the box made of it.
+pub(crate) async fn sim_button(State(s): State<AppState>, body: Option<Json<ButtonBody>>) -> Response {
+    let Some(Json(body)) = body else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"hold_ms\": N}, N from 50 to 20000");
+    };
+    if !(50..=20_000).contains(&body.hold_ms) {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("hold_ms: {} is out of range 50-20000 (a press needs 30 ms to count)", body.hold_ms),
+        );
+    }
+    let Some(sim) = s.daemon.sim.clone() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
+    sim.set_button(true);
+    tokio::time::sleep(Duration::from_millis(body.hold_ms)).await;
+    sim.set_button(false);
+    // The debouncer needs its 30 ms to see the release.
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let meaning = if body.hold_ms >= telebridge_gpio::HOLD_SETUP_MS {
+        ButtonEvent::HoldSetup
+    } else if body.hold_ms >= telebridge_gpio::HOLD_STOP_MS {
+        ButtonEvent::HoldStop
+    } else {
+        ButtonEvent::Press
+    };
+    Json(json!({ "held_ms": body.hold_ms, "means": meaning })).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StallBody {
+    ms: u64,
+}
+
+/// Blocks the daemon's main loop (simulation only): shows the watchdog at work.
+pub(crate) async fn sim_stall(State(s): State<AppState>, body: Option<Json<StallBody>>) -> Response {
+    let Some(Json(body)) = body else { return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"ms\": N}") };
+    if body.ms > 60_000 {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, format!("ms: {} is out of range 0-60000", body.ms));
+    }
+    if s.daemon.commands.send(DaemonCommand::Stall(Duration::from_millis(body.ms))).await.is_err() {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
+    }
+    (StatusCode::ACCEPTED, Json(json!({ "stall_ms": body.ms }))).into_response()
+}
