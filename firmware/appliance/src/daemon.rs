@@ -12,13 +12,14 @@ use serde::Serialize;
 use telebridge_config::{Role, ValidConfig};
 use telebridge_gpio::backend::{Board, SimBoard, SimState};
 use telebridge_gpio::{ButtonEvent, LedPattern};
-use telebridge_srt::{InputState, OutputState};
+
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 
 use crate::changes::{self, ChangePlan};
+use crate::sample::MediaSample;
 use crate::sd_notify::Heartbeat;
-use crate::state::{Action, Event, Links, Machine};
+use crate::state::{Action, Event, Machine};
 use crate::{AppError, DecodeOptions, DecodeSample, EncoderCommand, RunOptions, StatsSample};
 
 /// Turns the file's configuration into the running one (`--sim` and the command line's flags);
@@ -47,8 +48,8 @@ pub struct DaemonStatus {
     pub led_patterns: [LedPattern; 4],
     /// The GPIO backend.
     pub gpio: &'static str,
-    /// The latest one-second sample of the running media, as `--stats json` prints it.
-    pub media: Option<serde_json::Value>,
+    /// The latest one-second sample of the running media (serialised as `--stats json` prints it).
+    pub media: Option<MediaSample>,
     /// Seconds since the daemon started.
     pub uptime_s: u64,
     /// Settings that were changed and wait for the next start.
@@ -79,8 +80,9 @@ fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
     InputInfo { signal: machine.signal, format }
 }
 
-/// What needs attention: an error, links that are down and why, settings waiting for a restart.
-fn alerts(machine: &Machine, media: Option<&serde_json::Value>, pending: &[&'static str]) -> Vec<String> {
+/// What needs attention: an error, no signal, links that are down and why (and SRT latency
+/// advice, see [`MediaSample::alerts`]), settings waiting for a restart.
+fn alerts(machine: &Machine, media: Option<&MediaSample>, pending: &[&'static str]) -> Vec<String> {
     let mut out = Vec::new();
     if machine.state == crate::state::State::Error {
         out.push(format!("stopped: {}", machine.reason.as_deref().unwrap_or("the media failed")));
@@ -88,41 +90,11 @@ fn alerts(machine: &Machine, media: Option<&serde_json::Value>, pending: &[&'sta
     if !machine.signal {
         out.push("no input signal: check the HDMI source and cable".into());
     }
-    let links = media.and_then(|m| m.get("outputs")).and_then(|o| o.as_array()).cloned().unwrap_or_default();
-    for o in &links {
-        let name = o["name"].as_str().unwrap_or("an output");
-        let reason = o["reason"].as_str().unwrap_or("no reason given");
-        let calling_again = o["state"] == "connecting" && o["reconnects"].as_u64().unwrap_or(0) > 0;
-        if o["state"] == "retrying" || calling_again {
-            out.push(format!("{name}: {reason} (retrying)"));
-        } else if o["state"] == "failed" {
-            out.push(format!("{name}: {reason} (stopped; fix it and save the settings again)"));
-        } else if o["state"] == "live" && o["kind"] == "srt" {
-            out.extend(latency_advice(name, &o["srt"]));
-        }
-    }
-    // The decoder's SRT input.
-    if let Some(input) = media.and_then(|m| m.get("input")).filter(|i| i["state"] == "receiving") {
-        out.extend(latency_advice(input["url"].as_str().unwrap_or("the SRT input"), &input["srt"]));
-    }
+    out.extend(media.map(MediaSample::alerts).unwrap_or_default());
     for p in pending {
         out.push(format!("{p} changed: it takes effect after a restart"));
     }
     out
-}
-
-/// An SRT link whose latency is too small for the RTT it measures (see [`crate::advice`]).
-fn latency_advice(name: &str, srt: &serde_json::Value) -> Option<String> {
-    // libsrt starts from a nominal 100 ms RTT; trust the figure once a few seconds of ACKs
-    // (a sender gets one every 10 ms) or of packets (a receiver) have refined it.
-    let settled =
-        srt["acks_received"].as_i64().unwrap_or(0) >= 300 || srt["packets_received"].as_i64().unwrap_or(0) >= 1500;
-    if !settled {
-        return None;
-    }
-    let latency = srt["negotiated_latency_ms"].as_i64().unwrap_or(0);
-    let rtt = srt["rtt_ms"].as_f64().unwrap_or(0.0);
-    crate::advice::srt_latency(latency, rtt).map(|a| format!("{name}: {a}"))
 }
 
 /// Commands to the daemon.
@@ -167,8 +139,8 @@ impl DaemonHandle {
 }
 
 enum MediaEvent {
-    /// Once a second: the links, whether the input has a signal (the encoder's), the sample.
-    Sample(Links, Option<bool>, serde_json::Value),
+    /// Once a second: the running media's sample.
+    Sample(Box<MediaSample>),
     Ended(Result<(), AppError>),
 }
 
@@ -187,36 +159,6 @@ struct MediaShared {
 
 fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
-/// How the encoder's outputs stand. A caller that lost its peer alternates between waiting
-/// (retrying) and calling again (connecting) until it is back: both count as retrying, so the
-/// state and the link LED say "retrying" for the whole outage, not only between attempts.
-fn encoder_links(outputs: &[telebridge_srt::OutputStatus]) -> Links {
-    let mut l = Links::default();
-    for o in outputs {
-        l.total += 1;
-        match o.state {
-            OutputState::Live => l.connected += 1,
-            OutputState::Connecting if o.reconnects > 0 => l.retrying += 1,
-            OutputState::Connecting | OutputState::Listening => l.connecting += 1,
-            OutputState::Retrying | OutputState::Failed => l.retrying += 1,
-            OutputState::Stopped => l.total -= 1,
-        }
-    }
-    l
-}
-
-fn decoder_links(sample: &DecodeSample) -> Links {
-    let mut l = Links { total: 1, ..Links::default() };
-    match sample.input.state {
-        InputState::Receiving => l.connected = 1,
-        InputState::Connecting if sample.input.reconnects > 0 => l.retrying = 1,
-        InputState::Listening | InputState::Connecting => l.connecting = 1,
-        InputState::Retrying => l.retrying = 1,
-        InputState::Stopped => l.total = 0,
-    }
-    l
 }
 
 /// Starts the daemon: opens the GPIO, spawns the main loop. Returns the handle for the API and
@@ -339,7 +281,7 @@ async fn main_loop(
     let (media_tx, mut media_rx) = mpsc::unbounded_channel::<(u64, MediaEvent)>();
     let mut media: Option<Media> = None;
     let mut generation = 0u64;
-    let mut last_sample: Option<serde_json::Value> = None;
+    let mut last_sample: Option<MediaSample> = None;
     let mut pending_restart: Vec<&'static str> = Vec::new();
     let mut screen = Screen::default();
     tokio::pin!(shutdown);
@@ -408,12 +350,12 @@ async fn main_loop(
                 // Events of media already stopped are stale.
                 if media.as_ref().is_some_and(|m| m.generation == generation_of) {
                     match e {
-                        MediaEvent::Sample(links, signal, sample) => {
-                            last_sample = Some(sample);
-                            events.push(Event::Links(links));
-                            if let Some(present) = signal.filter(|p| *p != machine.signal) {
+                        MediaEvent::Sample(sample) => {
+                            events.push(Event::Links(sample.links()));
+                            if let Some(present) = sample.signal().filter(|p| *p != machine.signal) {
                                 events.push(Event::Signal(present));
                             }
+                            last_sample = Some(*sample);
                         }
                         MediaEvent::Ended(Ok(())) => {
                             media = None;
@@ -591,8 +533,7 @@ fn start_media(
             let options = RunOptions {
                 duration: None,
                 on_sample: Some(Arc::new(move |s: &StatsSample| {
-                    let v = serde_json::to_value(s).unwrap_or_default();
-                    let _ = tx.send((generation, MediaEvent::Sample(encoder_links(&s.outputs), s.signal, v)));
+                    let _ = tx.send((generation, MediaEvent::Sample(Box::new(MediaSample::Encoder(s.clone())))));
                 })),
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),
@@ -624,8 +565,8 @@ fn start_media(
                             audio,
                             duration: None,
                             on_sample: Some(Arc::new(move |s: &DecodeSample| {
-                                let v = serde_json::to_value(s).unwrap_or_default();
-                                let _ = tx.send((generation, MediaEvent::Sample(decoder_links(s), None, v)));
+                                let sample = MediaSample::Decoder(Box::new(s.clone()));
+                                let _ = tx.send((generation, MediaEvent::Sample(Box::new(sample))));
                             })),
                             loop_to: None,
                         };
@@ -637,28 +578,5 @@ fn start_media(
             });
             Media { stop: Some(stop_tx), commands: None, generation }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use telebridge_srt::OutputStatus;
-
-    use super::*;
-
-    fn output(state: OutputState, reconnects: u32) -> OutputStatus {
-        let mut o = OutputStatus::new("srt", "o".into(), "srt://h:1".into(), state);
-        o.reconnects = reconnects;
-        o
-    }
-
-    #[test]
-    fn a_caller_calling_again_after_a_loss_counts_as_retrying() {
-        let first = encoder_links(&[output(OutputState::Connecting, 0), output(OutputState::Live, 0)]);
-        assert_eq!(first, Links { total: 2, connected: 1, connecting: 1, retrying: 0 });
-        let again = encoder_links(&[output(OutputState::Connecting, 2), output(OutputState::Retrying, 1)]);
-        assert_eq!(again, Links { total: 2, connected: 0, connecting: 0, retrying: 2 });
-        let listening = encoder_links(&[output(OutputState::Listening, 3), output(OutputState::Stopped, 0)]);
-        assert_eq!(listening, Links { total: 1, connected: 0, connecting: 1, retrying: 0 });
     }
 }

@@ -12,6 +12,7 @@ pub mod logs;
 pub mod measure;
 pub mod outputs;
 pub mod relay_role;
+pub mod sample;
 pub mod sd_notify;
 pub mod signal;
 pub mod state;
@@ -24,4 +25,5 @@ pub use decoder_role::{run_decoder, DecodeOptions, DecodeSample, DecodeSampleCal
 pub use encoder_role::{run_encoder, select_encoder, EncoderCommand, RunOptions, SampleCallback};
 pub use error::AppError;
 pub use relay_role::{run_relay, RelayOptions, RelaySample, RelaySummary};
+pub use sample::MediaSample;
 pub use stats::{EncoderStats, StatsSample, Summary};

@@ -33,6 +33,22 @@ pub enum State {
 }
 
 impl State {
+    /// Every state, in the order the history codes them.
+    pub const ALL: [State; 6] =
+        [State::Booting, State::Ready, State::GoingLive, State::Live, State::Degraded, State::Error];
+
+    /// The state's word, as the API writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Booting => "booting",
+            State::Ready => "ready",
+            State::GoingLive => "going_live",
+            State::Live => "live",
+            State::Degraded => "degraded",
+            State::Error => "error",
+        }
+    }
+
     /// Whether media runs in this state.
     pub fn running(self) -> bool {
         matches!(self, State::GoingLive | State::Live | State::Degraded)
@@ -364,5 +380,12 @@ mod tests {
         assert_eq!(leds(&[BOOT, Event::Button(Press), links(2, 1, 0, 1)]), [On, DoubleBlink, On, Off], "retrying");
         assert_eq!(leds(&[BOOT, Event::Button(Press), links(0, 0, 0, 0)]), [On, On, On, Off], "recording only");
         assert_eq!(leds(&[BOOT, Event::Button(Press), Event::Failed("x".into())]), [On, Off, Off, FastBlink], "error");
+    }
+
+    #[test]
+    fn state_names_are_the_apis_words() {
+        for st in State::ALL {
+            assert_eq!(serde_json::to_value(st).ok(), Some(serde_json::Value::from(st.name())));
+        }
     }
 }

@@ -5,7 +5,8 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use serde_json::Value;
+use telebridge_appliance::state::State;
+use telebridge_appliance::MediaSample;
 
 /// Rows kept: 24 h at one a second.
 pub const CAPACITY: usize = 24 * 3600;
@@ -32,12 +33,9 @@ pub struct Row {
     pub buffer_ms: u16,
     /// Encoded or decoded frames per second, 0.1 fps.
     pub fps_10: u16,
-    /// State code (see [`STATES`]).
+    /// State code: the index in [`State::ALL`].
     pub state: u8,
 }
-
-/// State codes, in [`Row::state`] order.
-pub const STATES: [&str; 6] = ["booting", "ready", "going_live", "live", "degraded", "error"];
 
 fn sat16(v: f64) -> u16 {
     v.round().clamp(0.0, f64::from(u16::MAX)) as u16
@@ -58,42 +56,32 @@ pub struct History {
 }
 
 impl History {
-    /// Records one second from the daemon's state and its latest media sample (as
-    /// `--stats json` prints it: an encoder's first output, or a decoder's input).
-    pub fn record(&self, unix_s: u64, state: &str, media: Option<&Value>) {
+    /// Records one second from the daemon's state and its latest media sample (its main SRT
+    /// link: an encoder's first SRT output, or a decoder's input).
+    pub fn record(&self, unix_s: u64, state: State, media: Option<&MediaSample>) {
         let mut row = Row {
             unix_s: unix_s as u32,
-            state: STATES.iter().position(|s| *s == state).unwrap_or(0) as u8,
+            state: State::ALL.iter().position(|s| *s == state).unwrap_or(0) as u8,
             ..Row::default()
         };
         let mut guard = self.rows.lock().unwrap_or_else(|p| p.into_inner());
         let (rows, last) = &mut *guard;
-        let srt = media.and_then(|m| {
-            m.get("outputs")
-                .and_then(|o| o.as_array())
-                .and_then(|o| o.iter().find(|x| x["kind"] == "srt"))
-                .map(|o| &o["srt"])
-                .or_else(|| m.get("input").map(|i| &i["srt"]))
-        });
-        if let (Some(m), Some(s)) = (media, srt) {
-            let f = |k: &str| s[k].as_f64().unwrap_or(0.0);
-            let i = |k: &str| s[k].as_i64().unwrap_or(0);
+        if let Some((m, s)) = media.and_then(|m| m.main_srt().map(|s| (m, s))) {
             let totals = Totals {
-                lost: i("packets_lost").max(i("packets_received_lost")),
-                retransmitted: i("packets_retransmitted"),
-                dropped: i("packets_dropped"),
+                lost: s.packets_lost.max(s.packets_received_lost),
+                retransmitted: s.packets_retransmitted,
+                dropped: s.packets_dropped,
             };
             let prev = last.unwrap_or(totals);
             let delta = |now: i64, before: i64| sat16((now - before).max(0) as f64);
-            row.rtt_100us = sat16(f("rtt_ms") * 10.0);
-            row.send_10k = sat16(f("send_rate_mbps") * 100.0);
-            row.recv_10k = sat16(f("receive_rate_mbps") * 100.0);
+            row.rtt_100us = sat16(s.rtt_ms * 10.0);
+            row.send_10k = sat16(s.send_rate_mbps * 100.0);
+            row.recv_10k = sat16(s.receive_rate_mbps * 100.0);
             row.lost = delta(totals.lost, prev.lost);
             row.retransmitted = delta(totals.retransmitted, prev.retransmitted);
             row.dropped = delta(totals.dropped, prev.dropped);
-            row.buffer_ms = sat16(f("negotiated_latency_ms"));
-            let fps = m["encoder"]["fps"].as_f64().or_else(|| m["decoder"]["fps"].as_f64()).unwrap_or(0.0);
-            row.fps_10 = sat16(fps * 10.0);
+            row.buffer_ms = sat16(s.negotiated_latency_ms as f64);
+            row.fps_10 = sat16(m.fps() * 10.0);
             *last = Some(totals);
         } else {
             *last = None;
@@ -120,7 +108,7 @@ impl History {
                 out,
                 "{},{},{:.1},{:.2},{:.2},{},{},{},{},{:.1}",
                 r.unix_s,
-                STATES[r.state as usize % STATES.len()],
+                State::ALL[r.state as usize % State::ALL.len()].name(),
                 f64::from(r.rtt_100us) / 10.0,
                 f64::from(r.send_10k) / 100.0,
                 f64::from(r.recv_10k) / 100.0,
@@ -137,15 +125,20 @@ impl History {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use telebridge_appliance::{EncoderStats, StatsSample};
+    use telebridge_srt::{OutputState, OutputStatus};
 
     use super::*;
 
-    fn sample(lost: i64, retrans: i64) -> Value {
-        json!({"encoder": {"fps": 29.97}, "outputs": [{"kind": "srt", "srt": {
-            "rtt_ms": 42.34, "send_rate_mbps": 4.12, "receive_rate_mbps": 0.0,
-            "packets_lost": lost, "packets_retransmitted": retrans, "packets_dropped": 0,
-            "negotiated_latency_ms": 200}}]})
+    fn sample(lost: i64, retrans: i64) -> MediaSample {
+        let mut o = OutputStatus::new("srt", "studio".into(), "srt://h:1".into(), OutputState::Live);
+        o.srt.rtt_ms = 42.34;
+        o.srt.send_rate_mbps = 4.12;
+        o.srt.packets_lost = lost;
+        o.srt.packets_retransmitted = retrans;
+        o.srt.negotiated_latency_ms = 200;
+        let encoder = EncoderStats { fps: 29.97, ..EncoderStats::default() };
+        MediaSample::Encoder(StatsSample { t: 1.0, signal: Some(true), encoder, outputs: vec![o] })
     }
 
     #[test]
@@ -157,9 +150,9 @@ mod tests {
     #[test]
     fn counters_become_per_second_figures_and_csv() {
         let h = History::default();
-        h.record(1000, "live", Some(&sample(10, 8)));
-        h.record(1001, "live", Some(&sample(13, 12)));
-        h.record(1002, "ready", None);
+        h.record(1000, State::Live, Some(&sample(10, 8)));
+        h.record(1001, State::Live, Some(&sample(13, 12)));
+        h.record(1002, State::Ready, None);
         let csv = h.csv(60);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], "unix_time,state,rtt_ms,send_mbps,receive_mbps,lost,retransmitted,dropped,buffer_ms,fps");
@@ -172,7 +165,7 @@ mod tests {
     fn the_ring_keeps_the_last_day_only() {
         let h = History::default();
         for t in 0..(CAPACITY as u64 + 10) {
-            h.record(t, "ready", None);
+            h.record(t, State::Ready, None);
         }
         let all = h.last(24 * 60 + 100);
         assert_eq!(all.len(), CAPACITY);

@@ -92,12 +92,11 @@ impl AppState {
                     break;
                 }
                 let s = status.borrow_and_update().clone();
-                let state = serde_json::to_value(s.machine.state).unwrap_or_default();
                 let unix = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_secs())
                     .unwrap_or(0);
-                history.record(unix, state.as_str().unwrap_or(""), s.media.as_ref());
+                history.record(unix, s.machine.state, s.media.as_ref());
             }
         });
     }

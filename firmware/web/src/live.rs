@@ -14,6 +14,8 @@ use serde_json::json;
 use telebridge_appliance::DaemonCommand;
 use tracing::warn;
 
+use telebridge_appliance::state::State as BoxState;
+
 use crate::body::json_body;
 use crate::error::{error, ApiError};
 use crate::middleware::session_token;
@@ -55,7 +57,7 @@ pub(crate) async fn events(
 ) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
     let rx = s.daemon.status.clone();
     let stream = futures_util::stream::unfold(
-        (rx, None::<String>, Instant::now()),
+        (rx, None::<BoxState>, Instant::now()),
         |(rx, last_state, last_sample)| async move {
             let mut last_state = last_state;
             let mut last_sample = last_sample;
@@ -65,9 +67,8 @@ pub(crate) async fn events(
                     return None;
                 }
                 let st = rx.borrow().clone();
-                let state =
-                    serde_json::to_value(st.machine.state).unwrap_or_default().as_str().unwrap_or("").to_string();
-                if last_state.as_deref() != Some(state.as_str()) {
+                let state = st.machine.state;
+                if last_state != Some(state) {
                     let ev = SseEvent::default().event("state").json_data(&st.machine).unwrap_or_default();
                     return Some((Ok(ev), (rx, Some(state), last_sample)));
                 }

@@ -1,0 +1,222 @@
+//! The media's one-second sample as the daemon, the API, the history and Prometheus read it: one
+//! typed model (the encoder's `--stats json` line or the decoder's), serialised once, at the
+//! API's edge. The rules over it live here, once: how the links stand, which SRT link the
+//! history follows, what needs the user's attention.
+
+use serde::Serialize;
+use telebridge_srt::{InputState, OutputState, OutputStatus, SrtStats};
+
+use crate::decoder_role::DecodeSample;
+use crate::state::Links;
+use crate::stats::StatsSample;
+
+/// One second of the running media.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum MediaSample {
+    /// The encoder role's sample.
+    Encoder(StatsSample),
+    /// The decoder role's sample.
+    Decoder(Box<DecodeSample>),
+}
+
+/// One SRT link of a sample, or another output, as the metrics label it.
+#[derive(Debug, Clone, Copy)]
+pub struct Link<'a> {
+    /// The output's name, or `input`.
+    pub name: &'a str,
+    /// `srt`, `rtmp`, `file` (an output), or `srt` (the decoder's input).
+    pub kind: &'a str,
+    /// Carrying the stream (an output live, the input receiving).
+    pub up: bool,
+    /// libsrt's counters (zero for outputs that are not SRT).
+    pub srt: &'a SrtStats,
+}
+
+impl MediaSample {
+    /// How the links stand. A caller that lost its peer alternates between waiting (retrying)
+    /// and calling again (connecting) until it is back: both count as retrying, so the state
+    /// and the link LED say "retrying" for the whole outage, not only between attempts.
+    pub fn links(&self) -> Links {
+        let mut l = Links::default();
+        match self {
+            MediaSample::Encoder(s) => {
+                for o in &s.outputs {
+                    l.total += 1;
+                    match o.state {
+                        OutputState::Live => l.connected += 1,
+                        OutputState::Connecting if o.reconnects > 0 => l.retrying += 1,
+                        OutputState::Connecting | OutputState::Listening => l.connecting += 1,
+                        OutputState::Retrying | OutputState::Failed => l.retrying += 1,
+                        OutputState::Stopped => l.total -= 1,
+                    }
+                }
+            }
+            MediaSample::Decoder(s) => {
+                l.total = 1;
+                match s.input.state {
+                    InputState::Receiving => l.connected = 1,
+                    InputState::Connecting if s.input.reconnects > 0 => l.retrying = 1,
+                    InputState::Listening | InputState::Connecting => l.connecting = 1,
+                    InputState::Retrying => l.retrying = 1,
+                    InputState::Stopped => l.total = 0,
+                }
+            }
+        }
+        l
+    }
+
+    /// Whether frames arrive from the source (the encoder's; `None` for a decoder or before
+    /// the first frame).
+    pub fn signal(&self) -> Option<bool> {
+        match self {
+            MediaSample::Encoder(s) => s.signal,
+            MediaSample::Decoder(_) => None,
+        }
+    }
+
+    /// Frames per second, encoded or decoded.
+    pub fn fps(&self) -> f64 {
+        match self {
+            MediaSample::Encoder(s) => s.encoder.fps,
+            MediaSample::Decoder(s) => s.decoder.fps,
+        }
+    }
+
+    /// The encoder's outputs (none for a decoder).
+    pub fn outputs(&self) -> &[OutputStatus] {
+        match self {
+            MediaSample::Encoder(s) => &s.outputs,
+            MediaSample::Decoder(_) => &[],
+        }
+    }
+
+    /// Every output, or the decoder's input.
+    pub fn all_links(&self) -> Vec<Link<'_>> {
+        match self {
+            MediaSample::Encoder(s) => s
+                .outputs
+                .iter()
+                .map(|o| Link { name: &o.name, kind: o.kind, up: o.state == OutputState::Live, srt: &o.srt })
+                .collect(),
+            MediaSample::Decoder(s) => {
+                vec![Link { name: "input", kind: "srt", up: s.input.state == InputState::Receiving, srt: &s.input.srt }]
+            }
+        }
+    }
+
+    /// The SRT link the history follows: the encoder's first SRT output, or the decoder's input.
+    pub fn main_srt(&self) -> Option<&SrtStats> {
+        match self {
+            MediaSample::Encoder(s) => s.outputs.iter().find(|o| o.kind == "srt").map(|o| &o.srt),
+            MediaSample::Decoder(s) => Some(&s.input.srt),
+        }
+    }
+
+    /// What needs the user's attention in the links: an output retrying or failed and why, an
+    /// SRT latency too small for the RTT it measures.
+    pub fn alerts(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match self {
+            MediaSample::Encoder(s) => {
+                for o in &s.outputs {
+                    let reason = o.reason.as_deref().unwrap_or("no reason given");
+                    let calling_again = o.state == OutputState::Connecting && o.reconnects > 0;
+                    if o.state == OutputState::Retrying || calling_again {
+                        out.push(format!("{}: {reason} (retrying)", o.name));
+                    } else if o.state == OutputState::Failed {
+                        out.push(format!("{}: {reason} (stopped; fix it and save the settings again)", o.name));
+                    } else if o.state == OutputState::Live && o.kind == "srt" {
+                        out.extend(latency_advice(&o.name, &o.srt));
+                    }
+                }
+            }
+            MediaSample::Decoder(s) => {
+                if s.input.state == InputState::Receiving {
+                    out.extend(latency_advice(&s.input.url, &s.input.srt));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// An SRT link whose latency is too small for the RTT it measures (see [`crate::advice`]).
+fn latency_advice(name: &str, srt: &SrtStats) -> Option<String> {
+    // libsrt starts from a nominal 100 ms RTT; trust the figure once a few seconds of ACKs
+    // (a sender gets one every 10 ms) or of packets (a receiver) have refined it.
+    let settled = srt.acks_received >= 300 || srt.packets_received >= 1500;
+    if !settled {
+        return None;
+    }
+    crate::advice::srt_latency(srt.negotiated_latency_ms, srt.rtt_ms).map(|a| format!("{name}: {a}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::EncoderStats;
+
+    fn output(name: &str, state: OutputState, reconnects: u32) -> OutputStatus {
+        let mut o = OutputStatus::new("srt", name.into(), format!("srt://h:1 ({name})"), state);
+        o.reconnects = reconnects;
+        o.reason = Some("no answer from h:1".into());
+        o
+    }
+
+    fn encoder(outputs: Vec<OutputStatus>) -> MediaSample {
+        MediaSample::Encoder(StatsSample { t: 1.0, signal: Some(true), encoder: EncoderStats::default(), outputs })
+    }
+
+    #[test]
+    fn links_count_a_caller_calling_again_as_retrying() {
+        let s = encoder(vec![
+            output("a", OutputState::Live, 0),
+            output("b", OutputState::Connecting, 0),
+            output("c", OutputState::Connecting, 2),
+            output("d", OutputState::Stopped, 0),
+        ]);
+        assert_eq!(s.links(), Links { total: 3, connected: 1, connecting: 1, retrying: 1 });
+        let alerts = s.alerts();
+        assert_eq!(alerts, vec!["c: no answer from h:1 (retrying)".to_string()]);
+    }
+
+    #[test]
+    fn a_caller_calling_again_after_a_loss_counts_as_retrying() {
+        let links = |outs: Vec<OutputStatus>| encoder(outs).links();
+        let first = links(vec![output("a", OutputState::Connecting, 0), output("b", OutputState::Live, 0)]);
+        assert_eq!(first, Links { total: 2, connected: 1, connecting: 1, retrying: 0 });
+        let again = links(vec![output("a", OutputState::Connecting, 2), output("b", OutputState::Retrying, 1)]);
+        assert_eq!(again, Links { total: 2, connected: 0, connecting: 0, retrying: 2 });
+        let listening = links(vec![output("a", OutputState::Listening, 3), output("b", OutputState::Stopped, 0)]);
+        assert_eq!(listening, Links { total: 1, connected: 0, connecting: 1, retrying: 0 });
+    }
+
+    #[test]
+    fn a_live_srt_link_with_too_little_latency_gets_advice_once_its_rtt_has_settled() {
+        let mut o = output("studio", OutputState::Live, 0);
+        o.srt.negotiated_latency_ms = 120;
+        o.srt.rtt_ms = 203.0;
+        assert!(encoder(vec![o.clone()]).alerts().is_empty(), "before the RTT settles: no advice");
+        o.srt.acks_received = 300;
+        let alerts = encoder(vec![o]).alerts();
+        assert_eq!(alerts.len(), 1, "{alerts:?}");
+        assert!(
+            alerts[0].starts_with("studio: SRT latency 120 ms is under 2.5 x the measured RTT of 203 ms"),
+            "{alerts:?}"
+        );
+    }
+
+    #[test]
+    fn serialises_as_the_stats_line_it_is() {
+        let s = encoder(vec![output("a", OutputState::Live, 0)]);
+        let v = serde_json::to_value(&s).unwrap_or_default();
+        let line = serde_json::to_value(match &s {
+            MediaSample::Encoder(x) => x,
+            MediaSample::Decoder(_) => unreachable!(),
+        })
+        .unwrap_or_default();
+        assert_eq!(v, line);
+        assert_eq!(v["outputs"][0]["state"], "live");
+    }
+}
