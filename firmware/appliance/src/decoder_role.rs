@@ -17,7 +17,7 @@ use telebridge_config::{SrtMode, SrtUrl};
 use telebridge_media::decode_pipeline::{AudioOut, DecodePipeline, DecoderCounters};
 use telebridge_media::decoder_choice::{choose_decoder, DecoderChoice};
 use telebridge_media::display::{Display, SinkKind};
-use telebridge_media::latency::{LatencySummary, LatencyWindow};
+use telebridge_media::latency::{LatencyHistogram, LatencySummary, LatencyWindow};
 use telebridge_media::timecode;
 use telebridge_media::Platform;
 use telebridge_media::{EncoderPipeline, EncoderSettings, TsFanout};
@@ -250,7 +250,7 @@ pub async fn run_decoder(
     let display = Arc::new(Display::start(options.sink.clone(), (1280, 720), first_text)?);
     let counters = Arc::new(DecoderCounters::default());
     let recent = Arc::new(Mutex::new(LatencyWindow::new(Duration::from_secs(5))));
-    let whole = Arc::new(Mutex::new(LatencyWindow::new(Duration::from_secs(86_400))));
+    let whole = Arc::new(Mutex::new(LatencyHistogram::default()));
     let decoding = Arc::new(Mutex::new(Decoding { pipeline: None, last_push: None }));
 
     let looped = options.loop_to.as_ref().map(start_loop).transpose()?;
@@ -271,7 +271,7 @@ pub async fn run_decoder(
             if ms < 60_000.0 {
                 let now = Instant::now();
                 recent.lock().unwrap_or_else(|p| p.into_inner()).push(now, ms);
-                whole.lock().unwrap_or_else(|p| p.into_inner()).push(now, ms);
+                whole.lock().unwrap_or_else(|p| p.into_inner()).push(ms);
             }
         })
     };
@@ -394,7 +394,7 @@ pub async fn run_decoder(
         duration_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
         decoder: stats(((frames as f64 / elapsed.as_secs_f64().max(0.001)) * 10.0).round() / 10.0, problem),
         input: final_input,
-        latency: whole.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
+        latency: whole.lock().unwrap_or_else(|p| p.into_inner()).summary(),
         slate_s,
     };
     if let Ok(mut d) = Arc::try_unwrap(display) {
