@@ -88,16 +88,16 @@ impl ConfigStore {
             tracing::warn!("reload: no configuration file (started without one)");
             return;
         };
-        let raw = match telebridge_config::load(path) {
+        let file = match telebridge_config::load(path) {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(error = %e, "reload: cannot read the configuration; keeping the running one");
                 return;
             }
         };
-        match (self.overrides)(raw.clone()).validate() {
+        match (self.overrides)(file.clone()).validate() {
             Ok(valid) => {
-                *self.file.lock().unwrap_or_else(|p| p.into_inner()) = raw;
+                *self.file.lock().unwrap_or_else(|p| p.into_inner()) = file;
                 tracing::info!(file = %path.display(), "reload: configuration read");
                 let _ = self.commands.send(DaemonCommand::Apply(Box::new(valid))).await;
             }

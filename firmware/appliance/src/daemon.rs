@@ -72,9 +72,11 @@ pub struct InputInfo {
 }
 
 fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
-    let v = &config.raw.video;
+    let p = &config.picture;
     let format = match config.role {
-        Role::Encoder => format!("{} {}x{} {} fps, {} kbit/s", v.source, v.width, v.height, v.fps, v.bitrate_kbps),
+        Role::Encoder => {
+            format!("{} {}x{} {} fps, {} kbit/s", config.video_source, p.width, p.height, p.fps, p.bitrate_kbps)
+        }
         Role::Decoder => config.decoder_input.to_string(),
     };
     InputInfo { signal: machine.signal, format }
@@ -177,7 +179,7 @@ pub fn start(
     let machine = Machine::new(now_ms());
     let patterns = Arc::new(Mutex::new(machine.leds(now_ms())));
     let status = DaemonStatus {
-        name: options.config.raw.name.clone(),
+        name: options.config.name.clone(),
         role: role_name(options.config.role),
         machine: machine.clone(),
         since_unix_ms: unix_ms(),
@@ -287,7 +289,7 @@ async fn main_loop(
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
 
-    let mut events = vec![Event::Booted { start_live: config.raw.start_live }];
+    let mut events = vec![Event::Booted { start_live: config.start_live }];
     loop {
         // Feed the machine, act on what it says.
         for event in events.drain(..) {
@@ -329,7 +331,7 @@ async fn main_loop(
         let gpio = status_tx.borrow().gpio;
         *patterns.lock().unwrap_or_else(|p| p.into_inner()) = machine.leds(now);
         status_tx.send_replace(DaemonStatus {
-            name: config.raw.name.clone(),
+            name: config.name.clone(),
             role: role_name(config.role),
             since_unix_ms: unix_ms().saturating_sub(now.saturating_sub(machine.since_ms)),
             led_patterns: machine.leds(now),
@@ -422,7 +424,7 @@ struct Screen {
 
 impl Screen {
     fn setup_card(&self, config: &ValidConfig) -> String {
-        let mut text = format!("{}\nPanel: http://{}/", config.raw.name, config.http_listen);
+        let mut text = format!("{}\nPanel: http://{}/", config.name, config.http_listen);
         if let Some(s) = &self.setup {
             text = format!("{text}\n{s}");
         }
@@ -446,10 +448,9 @@ impl Screen {
         match (want, self.display.as_ref()) {
             (Some(text), Some(d)) => d.set_slate_text(&text),
             (Some(text), None) if !self.failed => {
-                let kind = telebridge_media::display::SinkKind::parse(&config.raw.decoder.sink);
-                let started = kind.map_err(|e| e.to_string()).and_then(|k| {
-                    telebridge_media::init().map_err(|e| e.to_string())?;
-                    telebridge_media::display::Display::start(k, (1280, 720), text).map_err(|e| e.to_string())
+                let kind = telebridge_media::display::SinkKind::from_config(&config.decoder_sink);
+                let started = telebridge_media::init().map_err(|e| e.to_string()).and_then(|()| {
+                    telebridge_media::display::Display::start(kind, (1280, 720), text).map_err(|e| e.to_string())
                 });
                 match started {
                     Ok(d) => self.display = Some(d),
@@ -502,14 +503,14 @@ fn apply(plan: &ChangePlan, media: &mut Option<Media>, pending: &mut Vec<&'stati
 }
 
 /// What `--sim` changes in a configuration: the test source, simulated GPIO, a headless sink.
-pub fn simulate(mut raw: telebridge_config::Config) -> telebridge_config::Config {
-    raw.video.source = "test".into();
-    raw.audio.source = "test".into();
-    raw.gpio.backend = "sim".into();
-    if !raw.decoder.sink.starts_with("file:") {
-        raw.decoder.sink = "fake".into();
+pub fn simulate(mut c: telebridge_config::Config) -> telebridge_config::Config {
+    c.video.source = "test".into();
+    c.audio.source = "test".into();
+    c.gpio.backend = "sim".into();
+    if !c.decoder.sink.starts_with("file:") {
+        c.decoder.sink = "fake".into();
     }
-    raw
+    c
 }
 
 fn start_media(
@@ -548,32 +549,20 @@ fn start_media(
         }
         Role::Decoder => {
             let tx = events.clone();
-            let sink = telebridge_media::display::SinkKind::parse(&config.raw.decoder.sink);
-            let audio = match config.raw.decoder.audio_out.strip_prefix("alsa:") {
-                Some(dev) => telebridge_media::decode_pipeline::AudioOut::Alsa(dev.to_string()),
-                None => telebridge_media::decode_pipeline::AudioOut::Discard,
+            let options = DecodeOptions {
+                name: config.name.clone(),
+                input: config.decoder_input.clone(),
+                sink: telebridge_media::display::SinkKind::from_config(&config.decoder_sink),
+                audio: config.audio_out.clone(),
+                duration: None,
+                on_sample: Some(Arc::new(move |s: &DecodeSample| {
+                    let sample = MediaSample::Decoder(Box::new(s.clone()));
+                    let _ = tx.send((generation, MediaEvent::Sample(Box::new(sample))));
+                })),
+                loop_to: None,
             };
-            let name = config.raw.name.clone();
-            let input = config.decoder_input.clone();
             tokio::spawn(async move {
-                let r = match sink {
-                    Ok(sink) => {
-                        let options = DecodeOptions {
-                            name,
-                            input,
-                            sink,
-                            audio,
-                            duration: None,
-                            on_sample: Some(Arc::new(move |s: &DecodeSample| {
-                                let sample = MediaSample::Decoder(Box::new(s.clone()));
-                                let _ = tx.send((generation, MediaEvent::Sample(Box::new(sample))));
-                            })),
-                            loop_to: None,
-                        };
-                        crate::run_decoder(options, shutdown).await.map(|_| ())
-                    }
-                    Err(e) => Err(AppError::BadInput(format!("decoder.sink: {e}"))),
-                };
+                let r = crate::run_decoder(options, shutdown).await.map(|_| ());
                 let _ = events.send((generation, MediaEvent::Ended(r)));
             });
             Media { stop: Some(stop_tx), commands: None, generation }

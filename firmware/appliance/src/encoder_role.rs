@@ -102,8 +102,7 @@ pub async fn run_encoder(
     let mut pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
 
     // About one second of stream per output queue.
-    let queue_bytes =
-        (u64::from(config.raw.video.bitrate_kbps + config.raw.audio.bitrate_kbps) * 1000 / 8).max(256 * 1024);
+    let queue_bytes = (u64::from(config.picture.bitrate_kbps + config.audio_bitrate_kbps) * 1000 / 8).max(256 * 1024);
     // Outputs ask for a keyframe when a peer joins; the slot is refilled when the pipeline is
     // rebuilt after a source change.
     let keyframe_slot = Arc::new(std::sync::Mutex::new(pipeline.keyframe_requester()));

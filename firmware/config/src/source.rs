@@ -121,3 +121,79 @@ impl EncoderPreference {
         }
     }
 }
+
+/// Where the decoder shows the picture (`decoder.sink`, `--sink`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecoderSink {
+    /// KMS if a display is connected, else a window if a desktop runs, else nowhere (decided
+    /// when the decoder starts).
+    Auto,
+    /// The HDMI output through KMS.
+    Kms,
+    /// A window on the desktop.
+    Window,
+    /// Nowhere: headless boxes and tests.
+    Fake,
+    /// A Matroska file of what the screen would show.
+    File(PathBuf),
+}
+
+impl DecoderSink {
+    /// Parses `auto`, `kms`, `window`, `fake` or `file:PATH`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "kms" => Ok(Self::Kms),
+            "window" => Ok(Self::Window),
+            "fake" => Ok(Self::Fake),
+            _ => match s.strip_prefix("file:") {
+                Some(p) if !p.is_empty() => Ok(Self::File(PathBuf::from(p))),
+                _ => Err(format!("{s:?} is not one of auto, kms, window, fake, file:PATH")),
+            },
+        }
+    }
+}
+
+/// Where the decoder's sound goes (`decoder.audio_out`, `--audio-out`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AudioOut {
+    /// Decoded and counted, not played.
+    Discard,
+    /// Played on an ALSA device (`default`, `hw:CARD=vc4hdmi0`).
+    Alsa(String),
+}
+
+impl AudioOut {
+    /// Parses `discard` or `alsa:DEVICE`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "discard" => Ok(Self::Discard),
+            _ => match s.strip_prefix("alsa:") {
+                Some(dev) if !dev.is_empty() => Ok(Self::Alsa(dev.to_string())),
+                _ => Err(format!("{s:?} is not one of discard, alsa:DEVICE")),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod output_tests {
+    use super::*;
+
+    #[test]
+    fn decoder_sinks_and_sound_outputs() {
+        assert_eq!(DecoderSink::parse("fake").unwrap(), DecoderSink::Fake);
+        assert_eq!(DecoderSink::parse("file:/tmp/x.mkv").unwrap(), DecoderSink::File("/tmp/x.mkv".into()));
+        assert_eq!(
+            DecoderSink::parse("hdmi").unwrap_err(),
+            "\"hdmi\" is not one of auto, kms, window, fake, file:PATH"
+        );
+        assert_eq!(
+            DecoderSink::parse("file:").unwrap_err(),
+            "\"file:\" is not one of auto, kms, window, fake, file:PATH"
+        );
+        assert_eq!(AudioOut::parse("alsa:hw:CARD=vc4hdmi0").unwrap(), AudioOut::Alsa("hw:CARD=vc4hdmi0".into()));
+        assert_eq!(AudioOut::parse("discard").unwrap(), AudioOut::Discard);
+        assert_eq!(AudioOut::parse("alsa:").unwrap_err(), "\"alsa:\" is not one of discard, alsa:DEVICE");
+    }
+}

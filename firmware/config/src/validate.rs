@@ -5,7 +5,10 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::srt_url::redact_query;
-use crate::{AudioCodec, AudioSource, Config, EncoderPreference, FileSpec, RtmpUrl, SrtMode, SrtUrl, VideoSource};
+use crate::{
+    AudioCodec, AudioOut, AudioSource, Config, DecoderSink, EncoderPreference, FileSpec, RtmpUrl, SrtMode, SrtUrl,
+    VideoSource,
+};
 
 /// One problem: the field, the value found and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,8 +103,21 @@ pub struct GpioPins {
 /// A configuration that passed [`Config::validate`]: typed, checked, ready to apply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidConfig {
-    /// The file form it came from (for saving and for the API).
+    /// The file form it came from (for saving, the API and the change plan; the runtime reads
+    /// the typed fields below).
     pub raw: Config,
+    /// The box's name.
+    pub name: String,
+    /// Go live as soon as the box has started.
+    pub start_live: bool,
+    /// The picture's size, rate and bitrate.
+    pub picture: Picture,
+    /// AAC bitrate, kbit/s.
+    pub audio_bitrate_kbps: u32,
+    /// Parsed `decoder.sink`.
+    pub decoder_sink: DecoderSink,
+    /// Parsed `decoder.audio_out`.
+    pub audio_out: AudioOut,
     /// Parsed `video.source`.
     pub video_source: VideoSource,
     /// Parsed `video.encoder`.
@@ -122,6 +138,21 @@ pub struct ValidConfig {
     pub http_listen: std::net::SocketAddr,
     /// Parsed `gpio`.
     pub gpio: GpioPins,
+}
+
+/// The picture as the encoder makes it (checked ranges).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picture {
+    /// Width, pixels (even, 160-1920).
+    pub width: u32,
+    /// Height, pixels (even, 120-1080).
+    pub height: u32,
+    /// Frames per second (9-60).
+    pub fps: u32,
+    /// Video bitrate, kbit/s.
+    pub bitrate_kbps: u32,
+    /// x264's speed preset.
+    pub x264_preset: String,
 }
 
 const X264_PRESETS: &[&str] = &["ultrafast", "superfast", "veryfast", "faster", "fast", "medium"];
@@ -220,14 +251,8 @@ impl Config {
         };
         let d = &self.decoder;
         let decoder_input = SrtUrl::parse(&d.input).map_err(|e| err("decoder.input", e.to_string())).ok();
-        let sink_ok = ["auto", "kms", "window", "fake"].contains(&d.sink.as_str())
-            || d.sink.strip_prefix("file:").is_some_and(|p| !p.is_empty());
-        if !sink_ok {
-            err("decoder.sink", format!("{:?} is not one of auto, kms, window, fake, file:PATH", d.sink));
-        }
-        if d.audio_out != "discard" && d.audio_out.strip_prefix("alsa:").is_none_or(str::is_empty) {
-            err("decoder.audio_out", format!("{:?} is not one of discard, alsa:DEVICE", d.audio_out));
-        }
+        let decoder_sink = DecoderSink::parse(&d.sink).map_err(|m| err("decoder.sink", m)).ok();
+        let audio_out = AudioOut::parse(&d.audio_out).map_err(|m| err("decoder.audio_out", m)).ok();
         let http_listen = self
             .web
             .listen
@@ -279,7 +304,9 @@ impl Config {
             pins.push((field, pin));
         }
 
-        match (video_source, encoder, audio_source, audio_codec, role, decoder_input, http_listen, backend) {
+        let decoder_out = decoder_sink.zip(audio_out);
+        match (video_source, encoder, audio_source, audio_codec, role, decoder_input, http_listen, backend, decoder_out)
+        {
             (
                 Some(video_source),
                 Some(encoder),
@@ -289,7 +316,20 @@ impl Config {
                 Some(decoder_input),
                 Some(http_listen),
                 Some(backend),
+                Some((decoder_sink, audio_out)),
             ) if errs.is_empty() => Ok(ValidConfig {
+                name: self.name.clone(),
+                start_live: self.start_live,
+                picture: Picture {
+                    width: v.width,
+                    height: v.height,
+                    fps: v.fps,
+                    bitrate_kbps: v.bitrate_kbps,
+                    x264_preset: v.x264_preset.clone(),
+                },
+                audio_bitrate_kbps: a.bitrate_kbps,
+                decoder_sink,
+                audio_out,
                 role,
                 decoder_input,
                 http_listen,

@@ -213,11 +213,11 @@ const VIDIOC_QUERY_DV_TIMINGS: u64 = ioc(IOC_READ, 99);
 pub fn query_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     let dev = v4l::Device::with_path(path)?;
     let fd = dev.handle().fd();
-    let mut raw: v4l::v4l_sys::v4l2_dv_timings = zeroed_dv_timings();
+    let mut timings: v4l::v4l_sys::v4l2_dv_timings = zeroed_dv_timings();
     #[allow(unsafe_code)]
-    // SAFETY: `raw` is a properly sized and aligned v4l2_dv_timings that outlives the call; the
+    // SAFETY: `timings` is a properly sized and aligned v4l2_dv_timings that outlives the call; the
     // request code is computed from that same struct's size, so the kernel writes within it.
-    let result = unsafe { v4l::v4l2::ioctl(fd, VIDIOC_QUERY_DV_TIMINGS as _, &mut raw as *mut _ as *mut c_void) };
+    let result = unsafe { v4l::v4l2::ioctl(fd, VIDIOC_QUERY_DV_TIMINGS as _, &mut timings as *mut _ as *mut c_void) };
     match result {
         Ok(()) => {}
         Err(e)
@@ -233,7 +233,7 @@ pub fn query_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     #[allow(unsafe_code)]
     // SAFETY: type_ == V4L2_DV_BT_656_1120 (0) is the only type the kernel defines, for which `bt`
     // is the active member of the union.
-    let bt = unsafe { raw.__bindgen_anon_1.bt };
+    let bt = unsafe { timings.__bindgen_anon_1.bt };
     let total = |active: u32, a: u32, b: u32, c: u32| u64::from(active + a + b + c);
     let htotal = total(bt.width, bt.hfrontporch, bt.hsync, bt.hbackporch);
     let vtotal = total(bt.height, bt.vfrontporch, bt.vsync, bt.vbackporch);

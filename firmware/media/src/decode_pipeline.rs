@@ -92,14 +92,7 @@ pub fn stream_kind(name: &str, mpegversion: Option<i32>, pad: &str) -> StreamKin
     }
 }
 
-/// Where decoded audio goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AudioOut {
-    /// Decoded and counted, not played.
-    Discard,
-    /// Played on an ALSA device (`default` or `hw:CARD=vc4hdmi0`).
-    Alsa(String),
-}
+pub use telebridge_config::AudioOut;
 
 /// Receives each decoded frame.
 pub type FrameConsumer = Arc<dyn Fn(&gst::Sample) + Send + Sync>;

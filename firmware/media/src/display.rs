@@ -39,18 +39,16 @@ pub enum SinkKind {
 }
 
 impl SinkKind {
-    /// Parses `auto|kms|window|fake|file:PATH`; `auto` picks KMS if a display is connected,
+    /// The sink for the configured `decoder.sink`; `auto` picks KMS if a display is connected,
     /// else a window if a desktop is running, else fake.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Self::auto()),
-            "kms" => Ok(Self::Kms { connector: None }),
-            "window" => Ok(Self::Window),
-            "fake" => Ok(Self::Fake),
-            _ => match s.strip_prefix("file:") {
-                Some(p) if !p.is_empty() => Ok(Self::File(PathBuf::from(p))),
-                _ => Err(format!("{s:?} is not one of auto, kms, window, fake, file:PATH")),
-            },
+    pub fn from_config(sink: &telebridge_config::DecoderSink) -> Self {
+        use telebridge_config::DecoderSink;
+        match sink {
+            DecoderSink::Auto => Self::auto(),
+            DecoderSink::Kms => Self::Kms { connector: None },
+            DecoderSink::Window => Self::Window,
+            DecoderSink::Fake => Self::Fake,
+            DecoderSink::File(p) => Self::File(p.clone()),
         }
     }
 
@@ -397,8 +395,9 @@ mod tests {
 
     #[test]
     fn sink_names() {
-        assert_eq!(SinkKind::parse("fake").unwrap(), SinkKind::Fake);
-        assert_eq!(SinkKind::parse("file:/tmp/x.mkv").unwrap(), SinkKind::File("/tmp/x.mkv".into()));
-        assert_eq!(SinkKind::parse("hdmi").unwrap_err(), "\"hdmi\" is not one of auto, kms, window, fake, file:PATH");
+        use telebridge_config::DecoderSink;
+        assert_eq!(SinkKind::from_config(&DecoderSink::Fake), SinkKind::Fake);
+        assert_eq!(SinkKind::from_config(&DecoderSink::File("/tmp/x.mkv".into())), SinkKind::File("/tmp/x.mkv".into()));
+        assert_eq!(SinkKind::from_config(&DecoderSink::Kms), SinkKind::Kms { connector: None });
     }
 }

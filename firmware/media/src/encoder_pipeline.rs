@@ -69,18 +69,18 @@ pub const PREVIEW_WIDTH: u32 = 320;
 impl EncoderSettings {
     /// Settings from a validated configuration and an encoder choice.
     pub fn from_config(config: &ValidConfig, encoder: EncoderChoice) -> Self {
-        let v = &config.raw.video;
+        let p = &config.picture;
         Self {
             video_source: config.video_source.clone(),
-            width: v.width,
-            height: v.height,
-            fps: v.fps,
-            bitrate_kbps: v.bitrate_kbps,
+            width: p.width,
+            height: p.height,
+            fps: p.fps,
+            bitrate_kbps: p.bitrate_kbps,
             keyframe_interval: config.keyframe_interval,
-            x264_preset: v.x264_preset.clone(),
+            x264_preset: p.x264_preset.clone(),
             audio_source: config.audio_source.clone(),
             audio_codec: config.audio_codec,
-            audio_bitrate_kbps: config.raw.audio.bitrate_kbps,
+            audio_bitrate_kbps: config.audio_bitrate_kbps,
             encoder,
             frames_from_app: false,
             preview: None,

@@ -507,16 +507,13 @@ fn decode(args: DecodeArgs) -> ExitCode {
         Ok(u) => u,
         Err(e) => return bad_input(format!("--input: {e}")),
     };
-    let sink = match telebridge_media::display::SinkKind::parse(&args.sink) {
-        Ok(s) => s,
+    let sink = match telebridge_config::DecoderSink::parse(&args.sink) {
+        Ok(s) => telebridge_media::display::SinkKind::from_config(&s),
         Err(e) => return bad_input(format!("--sink: {e}")),
     };
-    let audio = match args.audio_out.as_str() {
-        "discard" => telebridge_media::decode_pipeline::AudioOut::Discard,
-        other => match other.strip_prefix("alsa:") {
-            Some(dev) if !dev.is_empty() => telebridge_media::decode_pipeline::AudioOut::Alsa(dev.to_string()),
-            _ => return bad_input(format!("--audio-out: {other:?} is not one of discard, alsa:DEVICE")),
-        },
+    let audio = match telebridge_config::AudioOut::parse(&args.audio_out) {
+        Ok(a) => a,
+        Err(e) => return bad_input(format!("--audio-out: {e}")),
     };
     let loop_to = match args.loop_to.as_deref().map(telebridge_config::SrtUrl::parse).transpose() {
         Ok(u) => u,

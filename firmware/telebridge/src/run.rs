@@ -74,8 +74,8 @@ pub fn run(req: RunRequest) -> ExitCode {
         },
         None => Config::default(),
     };
-    let (raw, flags) = overrides(&req, file.clone());
-    let config = match raw.validate() {
+    let (with_flags, flags) = overrides(&req, file.clone());
+    let config = match with_flags.validate() {
         Ok(v) => v,
         Err(errs) => {
             for e in crate::cli::name_flags(&errs, &flags) {
