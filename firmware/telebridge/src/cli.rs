@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use telebridge_appliance::{AppError, RunOptions};
-use telebridge_config::{Config, FieldError, OutputConfig, ValidationErrors};
+use telebridge_appliance::RunOptions;
+use telebridge_config::Config;
+
+use crate::exit::{bad_input, print_json, print_summary, run_async, shutdown_signal};
+use crate::flags::Flags;
 
 /// Telebridge: a Raspberry Pi as a broadcast-grade SRT video link.
 #[derive(Debug, Parser)]
@@ -236,11 +239,6 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-pub(crate) fn bad_input(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
-}
-
 fn config_check(file: &std::path::Path) -> ExitCode {
     let config = match telebridge_config::load(file) {
         Ok(c) => c,
@@ -299,78 +297,20 @@ fn load_or_default(path: Option<&std::path::Path>) -> Result<Config, String> {
     }
 }
 
-/// Applies the flags to a configuration; remembers which fields came from which flag so that
-/// errors name the flag the user typed.
-fn apply_flags(config: &mut Config, a: &EncodeArgs) -> Result<Vec<(&'static str, &'static str)>, String> {
-    let mut flags = Vec::new();
-    if let Some(v) = &a.source {
-        config.video.source = v.clone();
-        flags.push(("video.source", "--source"));
-    }
-    if let Some(size) = &a.size {
-        let parsed = size.split_once('x').and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
-        let (w, h) = parsed.ok_or_else(|| format!("--size {size:?} is not WIDTHxHEIGHT (e.g. 1280x720)"))?;
-        config.video.width = w;
-        config.video.height = h;
-        flags.push(("video.width", "--size"));
-        flags.push(("video.height", "--size"));
-    }
-    let mut set = |field: &'static str, flag: &'static str, v: Option<u32>, target: &mut u32| {
-        if let Some(v) = v {
-            *target = v;
-            flags.push((field, flag));
-        }
-    };
-    set("video.fps", "--fps", a.fps, &mut config.video.fps);
-    set("video.bitrate_kbps", "--bitrate-kbps", a.bitrate_kbps, &mut config.video.bitrate_kbps);
-    set("video.keyframe_ms", "--keyframe-ms", a.keyframe_ms, &mut config.video.keyframe_ms);
-    if let Some(v) = &a.encoder {
-        config.video.encoder = v.clone();
-        flags.push(("video.encoder", "--encoder"));
-    }
-    if let Some(v) = &a.x264_preset {
-        config.video.x264_preset = v.clone();
-        flags.push(("video.x264_preset", "--x264-preset"));
-    }
-    if let Some(v) = &a.audio {
-        config.audio.codec = v.clone();
-        flags.push(("audio.codec", "--audio"));
-    }
-    if let Some(v) = &a.audio_source {
-        config.audio.source = v.clone();
-        flags.push(("audio.source", "--audio-source"));
-    }
-    if !a.outputs.is_empty() {
-        config.outputs = a.outputs.iter().map(OutputConfig::new).collect();
-        flags.push(("outputs", "--output"));
-    }
-    Ok(flags)
-}
-
-/// Rewrites `video.fps: ...` as `--fps: ...` when the value came from a flag.
-pub(crate) fn name_flags(errs: &ValidationErrors, flags: &[(&'static str, &'static str)]) -> Vec<FieldError> {
-    errs.0
-        .iter()
-        .map(|e| {
-            let flag = flags
-                .iter()
-                .find(|(field, _)| e.field == *field || (*field == "outputs" && e.field.starts_with("outputs[")));
-            match flag {
-                Some((_, "--output")) => {
-                    let n: usize = e
-                        .field
-                        .trim_start_matches("outputs[")
-                        .split(']')
-                        .next()
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(0);
-                    FieldError { field: format!("--output #{}", n + 1), message: e.message.clone() }
-                }
-                Some((_, flag)) => FieldError { field: flag.to_string(), message: e.message.clone() },
-                None => e.clone(),
-            }
-        })
-        .collect()
+/// The `encode` flags over the file's configuration.
+fn encode_flags(config: &mut Config, a: &EncodeArgs) -> Result<Flags, String> {
+    let mut f = Flags::default();
+    f.string(&mut config.video.source, a.source.as_ref(), "video.source", "--source");
+    f.size(config, a.size.as_ref())?;
+    f.number(&mut config.video.fps, a.fps, "video.fps", "--fps");
+    f.number(&mut config.video.bitrate_kbps, a.bitrate_kbps, "video.bitrate_kbps", "--bitrate-kbps");
+    f.number(&mut config.video.keyframe_ms, a.keyframe_ms, "video.keyframe_ms", "--keyframe-ms");
+    f.string(&mut config.video.encoder, a.encoder.as_ref(), "video.encoder", "--encoder");
+    f.string(&mut config.video.x264_preset, a.x264_preset.as_ref(), "video.x264_preset", "--x264-preset");
+    f.string(&mut config.audio.codec, a.audio.as_ref(), "audio.codec", "--audio");
+    f.string(&mut config.audio.source, a.audio_source.as_ref(), "audio.source", "--audio-source");
+    f.outputs(config, &a.outputs);
+    Ok(f)
 }
 
 fn encode(args: EncodeArgs) -> ExitCode {
@@ -378,14 +318,14 @@ fn encode(args: EncodeArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return bad_input(e),
     };
-    let flags = match apply_flags(&mut config, &args) {
+    let flags = match encode_flags(&mut config, &args) {
         Ok(f) => f,
         Err(e) => return bad_input(e),
     };
     let valid = match config.validate() {
         Ok(v) => v,
         Err(errs) => {
-            for e in name_flags(&errs, &flags) {
+            for e in flags.name(&errs) {
                 eprintln!("error: {e}");
             }
             return ExitCode::from(2);
@@ -426,11 +366,13 @@ fn relay(args: RelayArgs) -> ExitCode {
         Err(e) => return bad_input(format!("--input: {e}")),
     };
     // The outputs go through the same validation as the configuration file's.
-    let config = Config { outputs: args.outputs.iter().map(OutputConfig::new).collect(), ..Config::default() };
+    let mut config = Config::default();
+    let mut flags = Flags::default();
+    flags.outputs(&mut config, &args.outputs);
     let valid = match config.validate() {
         Ok(v) => v,
         Err(errs) => {
-            for e in name_flags(&errs, &[("outputs", "--output")]) {
+            for e in flags.name(&errs) {
                 eprintln!("error: {e}");
             }
             return ExitCode::from(2);
@@ -447,13 +389,6 @@ fn relay(args: RelayArgs) -> ExitCode {
         on_sample,
     };
     run_async(telebridge_appliance::run_relay(options, shutdown_signal()), |summary| print_summary(json, &summary))
-}
-
-/// Prints one JSON line.
-fn print_json(value: &impl serde::Serialize) {
-    if let Ok(line) = serde_json::to_string(value) {
-        println!("{line}");
-    }
 }
 
 fn measure(args: MeasureArgs) -> ExitCode {
@@ -532,47 +467,4 @@ fn decode(args: DecodeArgs) -> ExitCode {
         loop_to,
     };
     run_async(telebridge_appliance::run_decoder(options, shutdown_signal()), |summary| print_summary(json, &summary))
-}
-
-/// Runs `work` on a small runtime; errors become exit codes (2 bad input, 1 failure).
-fn run_async<T>(work: impl std::future::Future<Output = Result<T, AppError>>, done: impl FnOnce(T)) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(work) {
-        Ok(v) => {
-            done(v);
-            ExitCode::SUCCESS
-        }
-        Err(AppError::BadInput(e)) => bad_input(e),
-        Err(AppError::Runtime(e)) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Prints `{"summary": ...}` when JSON stats were asked for.
-fn print_summary(json: bool, summary: &impl serde::Serialize) {
-    if json {
-        if let Ok(line) = serde_json::to_string(&serde_json::json!({ "summary": summary })) {
-            println!("{line}");
-        }
-    }
-}
-
-pub(crate) async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

@@ -3,6 +3,8 @@
 
 mod cli;
 mod duration;
+mod exit;
+mod flags;
 mod run;
 
 use std::process::ExitCode;

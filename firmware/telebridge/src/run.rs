@@ -5,10 +5,11 @@ use std::process::ExitCode;
 
 use telebridge_appliance::daemon::{self, DaemonOptions};
 use telebridge_appliance::sd_notify;
-use telebridge_config::{Config, OutputConfig};
+use telebridge_config::Config;
 use tracing::{error, info};
 
-use crate::cli::bad_input;
+use crate::exit::{bad_input, shutdown_signal};
+use crate::flags::Flags;
 
 /// What the command line asked for.
 #[derive(Debug)]
@@ -24,9 +25,6 @@ pub struct RunRequest {
     pub start_live: bool,
 }
 
-/// Which configuration fields a flag set: (field, flag).
-type FlagsUsed = Vec<(&'static str, &'static str)>;
-
 /// The file to read: the one given, or the default path when it exists.
 fn config_path(req: &RunRequest) -> Option<PathBuf> {
     match &req.config {
@@ -37,31 +35,22 @@ fn config_path(req: &RunRequest) -> Option<PathBuf> {
 
 /// What `--sim` and the flags change in the file's configuration, and which fields a flag set
 /// (so that errors name the flag). Applied at start and again at every reload.
-fn overrides(req: &RunRequest, mut c: Config) -> (Config, FlagsUsed) {
+fn overrides(req: &RunRequest, mut c: Config) -> (Config, Flags) {
     if req.sim {
         c = daemon::simulate(c);
         c.web.listen = "127.0.0.1:8080".into();
     }
-    let mut flags = Vec::new();
-    let mut set = |target: &mut String, value: &Option<String>, field: &'static str, flag: &'static str| {
-        if let Some(v) = value {
-            *target = v.clone();
-            flags.push((field, flag));
-        }
-    };
-    set(&mut c.web.listen, &req.http, "web.listen", "--http");
-    set(&mut c.role, &req.role, "role", "--role");
-    set(&mut c.name, &req.name, "name", "--name");
-    set(&mut c.video.source, &req.source, "video.source", "--source");
-    set(&mut c.decoder.input, &req.input, "decoder.input", "--input");
-    if !req.outputs.is_empty() {
-        c.outputs = req.outputs.iter().map(OutputConfig::new).collect();
-        flags.push(("outputs", "--output"));
-    }
+    let mut f = Flags::default();
+    f.string(&mut c.web.listen, req.http.as_ref(), "web.listen", "--http");
+    f.string(&mut c.role, req.role.as_ref(), "role", "--role");
+    f.string(&mut c.name, req.name.as_ref(), "name", "--name");
+    f.string(&mut c.video.source, req.source.as_ref(), "video.source", "--source");
+    f.string(&mut c.decoder.input, req.input.as_ref(), "decoder.input", "--input");
+    f.outputs(&mut c, &req.outputs);
     if req.start_live {
         c.start_live = true;
     }
-    (c, flags)
+    (c, f)
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -78,7 +67,7 @@ pub fn run(req: RunRequest) -> ExitCode {
     let config = match with_flags.validate() {
         Ok(v) => v,
         Err(errs) => {
-            for e in crate::cli::name_flags(&errs, &flags) {
+            for e in flags.name(&errs) {
                 eprintln!("error: {e}");
             }
             return ExitCode::from(2);
@@ -96,14 +85,14 @@ pub fn run(req: RunRequest) -> ExitCode {
         let listener = match tokio::net::TcpListener::bind(listen).await {
             Ok(l) => l,
             Err(e) => {
-                let field = if flags.iter().any(|(f, _)| *f == "web.listen") { "--http" } else { "web.listen" };
+                let field = flags.flag_for("web.listen").unwrap_or("web.listen");
                 return bad_input(format!("{field}: cannot listen on {listen}: {e}"));
             }
         };
         let listen = listener.local_addr().unwrap_or(listen);
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
-            crate::cli::shutdown_signal().await;
+            shutdown_signal().await;
             let _ = stop_tx.send(true);
         });
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
