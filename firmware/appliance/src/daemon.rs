@@ -233,15 +233,6 @@ pub fn start(
             .map_err(|e| AppError::Runtime(format!("cannot start the GPIO thread: {e}")))?;
     }
 
-    if options.config.role == Role::Encoder {
-        let config = options.config.clone();
-        let warmed =
-            std::thread::Builder::new().name("warm-up".into()).spawn(move || crate::encoder_role::warm_up(&config));
-        if let Err(e) = warmed {
-            warn!(error = %e, "cannot warm the encoder up: the first Go live will be slower");
-        }
-    }
-
     let shared = MediaShared {
         preview: telebridge_media::PreviewSlot::default(),
         cable: sim.is_some().then(|| Arc::new(AtomicBool::new(true))),

@@ -76,16 +76,6 @@ pub fn select_encoder(config: &ValidConfig) -> Result<EncoderChoice, AppError> {
     Ok(choice)
 }
 
-/// Gets the box ready to go live before anybody presses: GStreamer loaded and the encoder
-/// chosen and probed (the daemon calls this once, in the background, at start).
-pub fn warm_up(config: &ValidConfig) {
-    let started = std::time::Instant::now();
-    match telebridge_media::init().map_err(AppError::from).and_then(|()| select_encoder(config)) {
-        Ok(choice) => info!(encoder = %choice.kind, ms = started.elapsed().as_millis() as u64, "ready to go live"),
-        Err(e) => tracing::warn!(error = %e, "the encoder is not ready; going live will say why"),
-    }
-}
-
 /// Runs the encoder role until `duration` elapses or `shutdown` completes; returns the summary.
 pub async fn run_encoder(
     config: ValidConfig,
