@@ -1,0 +1,152 @@
+//! The H.264 encoder element and its settings, the audio branch, and the encoder probe.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use gst_video::prelude::*;
+use telebridge_config::AudioSource;
+
+use crate::encoder_choice::EncoderKind;
+use crate::error::{make, MediaError};
+
+use super::{EncoderCounters, EncoderSettings};
+
+pub(super) fn build_encoder(s: &EncoderSettings) -> Result<gst::Element, MediaError> {
+    let kind = s.encoder.kind;
+    let gop = s.keyframe_frames();
+    let enc = match kind {
+        EncoderKind::X264enc => {
+            let e = make("x264enc", kind.package())?;
+            e.set_property_from_str("tune", "zerolatency");
+            e.set_property_from_str("speed-preset", &s.x264_preset);
+            e.set_property("bitrate", s.bitrate_kbps);
+            e.set_property("key-int-max", gop);
+            e.set_property("bframes", 0u32);
+            e.set_property("byte-stream", true);
+            // About one second of VBV keeps the rate even enough for a live link.
+            e.set_property("vbv-buf-capacity", 1000u32);
+            e
+        }
+        EncoderKind::Openh264enc => {
+            let e = make("openh264enc", kind.package())?;
+            e.set_property("bitrate", s.bitrate_kbps * 1000);
+            e.set_property("gop-size", gop);
+            e.set_property_from_str("rate-control", "bitrate");
+            e.set_property_from_str("complexity", "low");
+            e
+        }
+        EncoderKind::V4l2h264enc => {
+            let e = make("v4l2h264enc", kind.package())?;
+            // bcm2835-codec: bitrate and repeated SPS/PPS go in through extra-controls; VBR
+            // (CBR costs ~100 ms a frame); never an I-frame period of 1 (hangs).
+            let controls = gst::Structure::builder("controls")
+                .field("video_bitrate", (s.bitrate_kbps * 1000) as i32)
+                .field("video_bitrate_mode", 0i32)
+                .field("repeat_sequence_header", 1i32)
+                .field("h264_i_frame_period", gop.max(2) as i32)
+                .build();
+            e.set_property("extra-controls", &controls);
+            e
+        }
+    };
+    Ok(enc)
+}
+
+pub(super) fn encoder_output_caps(s: &EncoderSettings) -> gst::Caps {
+    let mut b = gst::Caps::builder("video/x-h264");
+    if s.encoder.kind == EncoderKind::V4l2h264enc {
+        // Negotiation fails unless a level is named; 4 = 1080p30, the block's specified limit.
+        b = b.field("level", "4").field("profile", "high");
+    }
+    b.build()
+}
+
+pub(super) fn add_audio(
+    pipeline: &gst::Pipeline,
+    s: &EncoderSettings,
+    mux: &gst::Element,
+    counters: &Arc<EncoderCounters>,
+) -> Result<(), MediaError> {
+    let src = match &s.audio_source {
+        AudioSource::Test => gst::ElementFactory::make("audiotestsrc")
+            .name("audio-source")
+            .property("is-live", true)
+            .property_from_str("wave", "sine")
+            .property("freq", 1000f64)
+            .property("volume", 0.2f64)
+            .build()?,
+        AudioSource::Alsa { device } => gst::ElementFactory::make("alsasrc")
+            .name("audio-source")
+            .property("device", device)
+            .property("provide-clock", false)
+            .build()
+            .map_err(|_| MediaError::ElementMissing { element: "alsasrc", package: "gstreamer1.0-alsa" })?,
+    };
+    let convert = make("audioconvert", "gstreamer1.0-plugins-base")?;
+    // HDMI audio arrives at whatever rate the source sends: resample to 48 kHz stereo.
+    let resample = make("audioresample", "gstreamer1.0-plugins-base")?;
+    let caps = gst::Caps::builder("audio/x-raw").field("rate", 48_000i32).field("channels", 2i32).build();
+    let filter = gst::ElementFactory::make("capsfilter").property("caps", &caps).build()?;
+    let aac = if crate::has_element("fdkaacenc") {
+        gst::ElementFactory::make("fdkaacenc").property("bitrate", (s.audio_bitrate_kbps * 1000) as i32).build()?
+    } else if crate::has_element("avenc_aac") {
+        gst::ElementFactory::make("avenc_aac").property("bitrate", (s.audio_bitrate_kbps * 1000) as i32).build()?
+    } else {
+        gst::ElementFactory::make("voaacenc")
+            .property("bitrate", (s.audio_bitrate_kbps * 1000) as i32)
+            .build()
+            .map_err(|_| MediaError::ElementMissing { element: "avenc_aac", package: "gstreamer1.0-libav" })?
+    };
+    let parse = make("aacparse", "gstreamer1.0-plugins-good")?;
+    let queue = gst::ElementFactory::make("queue").property("max-size-time", 500_000_000u64).build()?;
+    let chain = [&src, &convert, &resample, &filter, &aac, &parse, &queue];
+    pipeline.add_many(chain)?;
+    gst::Element::link_many(chain)?;
+    queue.link(mux)?;
+    let c = counters.clone();
+    if let Some(pad) = parse.static_pad("src") {
+        pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+            c.audio_frames.fetch_add(1, Ordering::Relaxed);
+            gst::PadProbeReturn::Ok
+        });
+    }
+    Ok(())
+}
+
+/// Tries an encoder on a few frames: `Ok` if it produced them within two seconds.
+pub fn probe_encoder(kind: EncoderKind) -> Result<(), String> {
+    let run = || -> Result<(), MediaError> {
+        let pipeline = gst::Pipeline::with_name("encoder-probe");
+        let src = gst::ElementFactory::make("videotestsrc").property("num-buffers", 3i32).build()?;
+        let format = if kind == EncoderKind::V4l2h264enc { "NV12" } else { "I420" };
+        let caps = gst::Caps::builder("video/x-raw")
+            .field("format", format)
+            .field("width", 320i32)
+            .field("height", 240i32)
+            .field("framerate", gst::Fraction::new(30, 1))
+            .build();
+        let filter = gst::ElementFactory::make("capsfilter").property("caps", &caps).build()?;
+        let settings_caps = if kind == EncoderKind::V4l2h264enc {
+            gst::Caps::builder("video/x-h264").field("level", "4").build()
+        } else {
+            gst::Caps::builder("video/x-h264").build()
+        };
+        let enc = make(kind.element(), kind.package())?;
+        let out = gst::ElementFactory::make("capsfilter").property("caps", &settings_caps).build()?;
+        let sink = gst::ElementFactory::make("fakesink").property("sync", false).build()?;
+        let chain = [&src, &filter, &enc, &out, &sink];
+        pipeline.add_many(chain)?;
+        gst::Element::link_many(chain)?;
+        pipeline.set_state(gst::State::Playing)?;
+        let bus = pipeline.bus().ok_or_else(|| MediaError::Gst("no bus".into()))?;
+        let msg =
+            bus.timed_pop_filtered(gst::ClockTime::from_seconds(2), &[gst::MessageType::Eos, gst::MessageType::Error]);
+        let _ = pipeline.set_state(gst::State::Null);
+        match msg.as_ref().map(|m| m.view()) {
+            Some(gst::MessageView::Eos(_)) => Ok(()),
+            Some(gst::MessageView::Error(e)) => Err(MediaError::from_bus_error(e)),
+            _ => Err(MediaError::Gst("produced nothing within 2 s".into())),
+        }
+    };
+    run().map_err(|e| e.to_string())
+}

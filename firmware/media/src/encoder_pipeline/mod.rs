@@ -1,0 +1,237 @@
+//! The encoder pipeline: one capture, one encode, MPEG-TS handed to any number of outputs.
+//!
+//! ```text
+//! video source ! queue(leaky) ! videoconvert ! videoscale ! videorate ! caps ! H.264 encoder
+//!     ! h264parse(config-interval=-1) ! mpegtsmux(alignment=7) ! appsink ──► TsFanout ──► outputs
+//! audio source ! audioconvert ! audioresample ! 48 kHz ! AAC encoder ! aacparse ! queue ─┘
+//! ```
+//!
+//! Outputs are not GStreamer branches of this pipeline: each receives the 1316-byte TS buffers
+//! through [`TsFanout`] and feeds its own pipeline through a bounded leaky `appsrc`, so an output
+//! that blocks, fails or restarts never touches the encoder or another output.
+
+mod encode;
+mod fanout;
+mod settings;
+mod sources;
+
+pub use encode::probe_encoder;
+use encode::{add_audio, build_encoder, encoder_output_caps};
+pub use fanout::{TsConsumerId, TsFanout};
+pub use settings::{EncoderCounters, EncoderSettings, PreviewSlot, PREVIEW_WIDTH};
+use sources::{add_preview, add_video_source};
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gst_video::prelude::*;
+use telebridge_config::{AudioCodec, VideoSource};
+use tracing::{debug, info};
+
+use crate::capture_device::CapturePlan;
+use crate::encoder_choice::EncoderKind;
+use crate::error::{make, MediaError};
+
+/// A running (or ready) encoder pipeline.
+#[derive(Debug)]
+pub struct EncoderPipeline {
+    pipeline: gst::Pipeline,
+    encoder: gst::Element,
+    counters: Arc<EncoderCounters>,
+    capture: Option<CapturePlan>,
+    frame_input: Option<gst_app::AppSrc>,
+}
+
+impl EncoderPipeline {
+    /// Builds the pipeline (state NULL). TS buffers go to `fanout`.
+    pub fn build(settings: &EncoderSettings, fanout: TsFanout) -> Result<Self, MediaError> {
+        let pipeline = gst::Pipeline::with_name("encoder");
+        let counters = Arc::new(EncoderCounters::default());
+
+        // Video: source.
+        let (video_tail, capture, frame_input) = if settings.frames_from_app {
+            let src = crate::display::live_frame_source("video-source");
+            pipeline.add(&src)?;
+            (src.clone().upcast::<gst::Element>(), None, Some(src))
+        } else {
+            let (tail, capture) = add_video_source(&pipeline, settings, &counters)?;
+            (tail, capture, None)
+        };
+
+        // Video: decouple the source from the encoder; drop the oldest frame if encoding lags.
+        let queue = gst::ElementFactory::make("queue")
+            .name("encoder-queue")
+            .property_from_str("leaky", "downstream")
+            .property("max-size-buffers", 3u32)
+            .property("max-size-bytes", 0u32)
+            .property("max-size-time", 0u64)
+            .build()?;
+        let dropped = counters.clone();
+        queue.connect("overrun", false, move |_| {
+            dropped.frames_dropped.fetch_add(1, Ordering::Relaxed);
+            None
+        });
+        let convert = make("videoconvert", "gstreamer1.0-plugins-base")?;
+        let scale = make("videoscale", "gstreamer1.0-plugins-base")?;
+        let rate = gst::ElementFactory::make("videorate").property("drop-only", true).build()?;
+        let format = if settings.encoder.kind == EncoderKind::V4l2h264enc { "NV12" } else { "I420" };
+        let raw_caps = gst::Caps::builder("video/x-raw")
+            .field("format", format)
+            .field("width", settings.width as i32)
+            .field("height", settings.height as i32)
+            .field("framerate", gst::Fraction::new(settings.fps as i32, 1))
+            .field("pixel-aspect-ratio", gst::Fraction::new(1, 1))
+            .build();
+        let raw_filter = gst::ElementFactory::make("capsfilter").property("caps", &raw_caps).build()?;
+        let encoder = build_encoder(settings)?;
+        let enc_caps =
+            gst::ElementFactory::make("capsfilter").property("caps", encoder_output_caps(settings)).build()?;
+        let parse = gst::ElementFactory::make("h264parse").property("config-interval", -1i32).build()?;
+        let h264_caps =
+            gst::Caps::builder("video/x-h264").field("stream-format", "byte-stream").field("alignment", "au").build();
+        let h264_filter = gst::ElementFactory::make("capsfilter").property("caps", &h264_caps).build()?;
+        let mux = gst::ElementFactory::make("mpegtsmux").name("mux").property("alignment", 7i32).build()?;
+        let appsink =
+            gst_app::AppSink::builder().name("ts").sync(false).async_(false).max_buffers(64).drop(true).build();
+
+        // videorate holds each frame until the next arrives (one frame of latency): only a
+        // capture device whose rate may differ from the configured one needs it.
+        let mut chain: Vec<&gst::Element> = vec![&queue, &convert, &scale];
+        if settings.video_source != VideoSource::Test {
+            chain.push(&rate);
+        }
+        chain.push(&raw_filter);
+        let tee = gst::ElementFactory::make("tee").name("preview-tee").build()?;
+        if settings.preview.is_some() {
+            chain.push(&tee);
+        }
+        chain.extend([&encoder, &enc_caps, &parse, &h264_filter]);
+        pipeline.add_many(chain.iter().copied())?;
+        pipeline.add_many([&mux, appsink.upcast_ref()])?;
+        video_tail.link(&queue)?;
+        gst::Element::link_many(chain.iter().copied())?;
+        if let Some(slot) = &settings.preview {
+            add_preview(&pipeline, &tee, settings, slot.clone())?;
+        }
+        h264_filter.link(&mux)?;
+        mux.link(&appsink)?;
+
+        // Count encoded frames and keyframes.
+        let c = counters.clone();
+        if let Some(pad) = parse.static_pad("src") {
+            pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+                if let Some(gst::PadProbeData::Buffer(ref buffer)) = info.data {
+                    c.frames_encoded.fetch_add(1, Ordering::Relaxed);
+                    c.video_bytes.fetch_add(buffer.size() as u64, Ordering::Relaxed);
+                    if !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT) {
+                        c.keyframes.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                gst::PadProbeReturn::Ok
+            });
+        }
+
+        if settings.audio_codec == AudioCodec::Aac {
+            add_audio(&pipeline, settings, &mux, &counters)?;
+        }
+
+        let c = counters.clone();
+        appsink.set_callbacks(
+            gst_app::AppSinkCallbacks::builder()
+                .new_sample(move |sink| {
+                    let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    if let Some(buffer) = sample.buffer_owned() {
+                        c.ts_bytes.fetch_add(buffer.size() as u64, Ordering::Relaxed);
+                        fanout.push(&buffer);
+                    }
+                    Ok(gst::FlowSuccess::Ok)
+                })
+                .build(),
+        );
+
+        info!(
+            encoder = %settings.encoder.kind,
+            reason = %settings.encoder.reason,
+            size = %format!("{}x{}", settings.width, settings.height),
+            fps = settings.fps,
+            bitrate_kbps = settings.bitrate_kbps,
+            source = %settings.video_source,
+            "encoder pipeline built"
+        );
+        Ok(Self { pipeline, encoder, counters, capture, frame_input })
+    }
+
+    /// Starts capturing and encoding.
+    pub fn start(&self) -> Result<(), MediaError> {
+        self.pipeline.set_state(gst::State::Playing)?;
+        Ok(())
+    }
+
+    /// Ends the stream cleanly (EOS through the muxer) and stops, waiting at most `timeout`.
+    pub fn stop(&self, timeout: Duration) {
+        self.pipeline.send_event(gst::event::Eos::new());
+        if let Some(bus) = self.pipeline.bus() {
+            let _ = bus.timed_pop_filtered(
+                gst::ClockTime::from_mseconds(timeout.as_millis() as u64),
+                &[gst::MessageType::Eos, gst::MessageType::Error],
+            );
+        }
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+
+    /// Asks the encoder for a keyframe with SPS/PPS now, so a decoder that just joined starts
+    /// at once instead of waiting for the next periodic keyframe.
+    pub fn request_keyframe(&self) {
+        let event = gst_video::UpstreamForceKeyUnitEvent::builder().all_headers(true).build();
+        if let Some(pad) = self.encoder.static_pad("src") {
+            let sent = pad.send_event(event);
+            debug!(sent, "keyframe requested");
+        }
+    }
+
+    /// A handle that requests a keyframe (at most one every 250 ms), for outputs to call when a
+    /// peer joins. Holds only a weak reference to the encoder.
+    pub fn keyframe_requester(&self) -> Arc<dyn Fn() + Send + Sync> {
+        let encoder = self.encoder.downgrade();
+        let last = Mutex::new(None::<std::time::Instant>);
+        Arc::new(move || {
+            let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+            if last.is_some_and(|t| t.elapsed() < Duration::from_millis(250)) {
+                return;
+            }
+            *last = Some(std::time::Instant::now());
+            if let Some(pad) = encoder.upgrade().and_then(|e| e.static_pad("src")) {
+                let event = gst_video::UpstreamForceKeyUnitEvent::builder().all_headers(true).build();
+                let sent = pad.send_event(event);
+                debug!(sent, "keyframe requested");
+            }
+        })
+    }
+
+    /// The pipeline's bus, to watch for errors.
+    pub fn bus(&self) -> Option<gst::Bus> {
+        self.pipeline.bus()
+    }
+
+    /// The pipeline's counters.
+    pub fn counters(&self) -> Arc<EncoderCounters> {
+        self.counters.clone()
+    }
+
+    /// Where to push frames when built with `frames_from_app`.
+    pub fn frame_input(&self) -> Option<&gst_app::AppSrc> {
+        self.frame_input.as_ref()
+    }
+
+    /// The capture format chosen for a V4L2 source.
+    pub fn capture_plan(&self) -> Option<&CapturePlan> {
+        self.capture.as_ref()
+    }
+}
+
+impl Drop for EncoderPipeline {
+    fn drop(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
