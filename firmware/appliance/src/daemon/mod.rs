@@ -4,23 +4,32 @@
 //! turns the machine's actions into starting and stopping media. It publishes a
 //! [`DaemonStatus`] for the API and beats a heartbeat the systemd watchdog thread checks.
 
+mod media;
+mod screen;
+mod status;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use telebridge_config::{Role, ValidConfig};
 use telebridge_gpio::backend::{Board, SimBoard, SimState};
 use telebridge_gpio::{ButtonEvent, LedPattern};
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn};
 
-use crate::changes::{self, ChangePlan};
+use crate::changes::{self};
 use crate::sample::MediaSample;
 use crate::sd_notify::Heartbeat;
 use crate::state::{Action, Event, Machine};
-use crate::{AppError, DecodeOptions, DecodeSample, EncoderCommand, RunOptions, StatsSample};
+use crate::AppError;
+
+pub use media::simulate;
+use media::{apply, start_media, Media, MediaEvent, MediaShared};
+use screen::Screen;
+use status::{alerts, input_info, role_name, unix_ms};
+pub use status::{DaemonStatus, InputInfo};
 
 /// Turns the file's configuration into the running one (`--sim` and the command line's flags);
 /// applied at start and again to every reload.
@@ -31,72 +40,6 @@ pub type Overrides = Arc<dyn Fn(telebridge_config::Config) -> telebridge_config:
 pub struct DaemonOptions {
     /// The configuration, validated, with the command line's overrides applied.
     pub config: ValidConfig,
-}
-
-/// What the daemon is doing, for the API and the panel.
-#[derive(Debug, Clone, Serialize)]
-pub struct DaemonStatus {
-    /// The box's name.
-    pub name: String,
-    /// `encoder` or `decoder`.
-    pub role: &'static str,
-    /// State, reason, links.
-    pub machine: Machine,
-    /// Since when, ms since the Unix epoch.
-    pub since_unix_ms: u64,
-    /// What each LED shows (power, link, live, error).
-    pub led_patterns: [LedPattern; 4],
-    /// The GPIO backend.
-    pub gpio: &'static str,
-    /// The latest one-second sample of the running media (serialised as `--stats json` prints it).
-    pub media: Option<MediaSample>,
-    /// Seconds since the daemon started.
-    pub uptime_s: u64,
-    /// Settings that were changed and wait for the next start.
-    pub pending_restart: Vec<&'static str>,
-    /// What the HDMI output shows instead of a picture, if anything.
-    pub screen: Option<String>,
-    /// The input: whether it has a signal, and the format configured.
-    pub input: InputInfo,
-    /// What needs the user's attention, in words.
-    pub alerts: Vec<String>,
-}
-
-/// The input as the status shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct InputInfo {
-    /// A signal is present (an HDMI source plugged and sending; always for the test pattern).
-    pub signal: bool,
-    /// The source and format (encoder), or the SRT input (decoder).
-    pub format: String,
-}
-
-fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
-    let p = &config.picture;
-    let format = match config.role {
-        Role::Encoder => {
-            format!("{} {}x{} {} fps, {} kbit/s", config.video_source, p.width, p.height, p.fps, p.bitrate_kbps)
-        }
-        Role::Decoder => config.decoder_input.to_string(),
-    };
-    InputInfo { signal: machine.signal, format }
-}
-
-/// What needs attention: an error, no signal, links that are down and why (and SRT latency
-/// advice, see [`MediaSample::alerts`]), settings waiting for a restart.
-fn alerts(machine: &Machine, media: Option<&MediaSample>, pending: &[&'static str]) -> Vec<String> {
-    let mut out = Vec::new();
-    if machine.state == crate::state::State::Error {
-        out.push(format!("stopped: {}", machine.reason.as_deref().unwrap_or("the media failed")));
-    }
-    if !machine.signal {
-        out.push("no input signal: check the HDMI source and cable".into());
-    }
-    out.extend(media.map(MediaSample::alerts).unwrap_or_default());
-    for p in pending {
-        out.push(format!("{p} changed: it takes effect after a restart"));
-    }
-    out
 }
 
 /// Commands to the daemon.
@@ -138,29 +81,6 @@ impl DaemonHandle {
     pub fn sim_state(&self) -> Option<SimState> {
         self.sim.as_ref().map(|s| s.state())
     }
-}
-
-enum MediaEvent {
-    /// Once a second: the running media's sample.
-    Sample(Box<MediaSample>),
-    Ended(Result<(), AppError>),
-}
-
-struct Media {
-    stop: Option<oneshot::Sender<()>>,
-    commands: Option<mpsc::Sender<EncoderCommand>>,
-    generation: u64,
-}
-
-/// What the daemon shares with the media it starts.
-#[derive(Clone)]
-struct MediaShared {
-    preview: telebridge_media::PreviewSlot,
-    cable: Option<Arc<AtomicBool>>,
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 /// Starts the daemon: opens the GPIO, spawns the main loop. Returns the handle for the API and
@@ -248,13 +168,6 @@ pub fn start(
     let task =
         tokio::spawn(main_loop(options, machine, patterns, status_tx, cmd_rx, heartbeat, started, shared, shutdown));
     Ok((handle, task))
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Encoder => "encoder",
-        Role::Decoder => "decoder",
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -397,166 +310,6 @@ async fn main_loop(
                 Ok(None) => break,
                 _ => {}
             }
-        }
-    }
-}
-
-/// The HDMI output when no picture is shown there: the first-run setup code, or (for 10 s after
-/// a long press) the box's name and address. A decoder that is receiving owns the screen.
-#[derive(Default)]
-struct Screen {
-    /// The setup text the web side asked for.
-    setup: Option<String>,
-    /// The address card is up until then.
-    show_until: Option<Instant>,
-    display: Option<telebridge_media::display::Display>,
-    failed: bool,
-}
-
-impl Screen {
-    fn setup_card(&self, config: &ValidConfig) -> String {
-        let mut text = format!("{}\nPanel: http://{}/", config.name, config.http_listen);
-        if let Some(s) = &self.setup {
-            text = format!("{text}\n{s}");
-        }
-        text
-    }
-
-    /// The text that should be up now.
-    fn wanted(&self, config: &ValidConfig) -> Option<String> {
-        if self.show_until.is_some_and(|t| Instant::now() < t) {
-            return Some(self.setup_card(config));
-        }
-        self.setup.clone()
-    }
-
-    fn shown(&self) -> Option<String> {
-        self.display.as_ref().map(|d| d.slate_text())
-    }
-
-    fn update(&mut self, config: &ValidConfig, decoder_busy: bool) {
-        let want = if decoder_busy { None } else { self.wanted(config) };
-        match (want, self.display.as_ref()) {
-            (Some(text), Some(d)) => d.set_slate_text(&text),
-            (Some(text), None) if !self.failed => {
-                let kind = telebridge_media::display::SinkKind::from_config(&config.decoder_sink);
-                let started = telebridge_media::init().map_err(|e| e.to_string()).and_then(|()| {
-                    telebridge_media::display::Display::start(kind, (1280, 720), text).map_err(|e| e.to_string())
-                });
-                match started {
-                    Ok(d) => self.display = Some(d),
-                    Err(e) => {
-                        warn!(error = %e, "cannot show the setup text on the HDMI output");
-                        self.failed = true;
-                    }
-                }
-            }
-            (None, Some(_)) => self.close(),
-            _ => {}
-        }
-    }
-
-    /// Takes the text down; the display stops on a thread of its own (it waits for its sink to
-    /// finish, which must not hold up the main loop).
-    fn close(&mut self) {
-        if let Some(mut d) = self.display.take() {
-            std::thread::spawn(move || d.stop());
-        }
-    }
-}
-
-/// Applies a plan's output changes; a media restart is left to the caller.
-fn apply(plan: &ChangePlan, media: &mut Option<Media>, pending: &mut Vec<&'static str>) {
-    for s in &plan.next_start {
-        if !pending.contains(s) {
-            pending.push(s);
-        }
-        warn!(setting = *s, "changed; takes effect at the next start");
-    }
-    if plan.restart_media {
-        if let Some(mut m) = media.take() {
-            info!("configuration changed: restarting the media");
-            if let Some(stop) = m.stop.take() {
-                let _ = stop.send(());
-            }
-        }
-        return;
-    }
-    let Some(cmds) = media.as_ref().and_then(|m| m.commands.clone()) else { return };
-    for name in &plan.remove_outputs {
-        info!(output = %name, "configuration changed: removing output");
-        let _ = cmds.try_send(EncoderCommand::RemoveOutput(name.clone()));
-    }
-    for (name, spec) in &plan.add_outputs {
-        info!(output = %spec.label(), "configuration changed: adding output");
-        let _ = cmds.try_send(EncoderCommand::AddOutput(name.clone(), spec.clone()));
-    }
-}
-
-/// What `--sim` changes in a configuration: the test source, simulated GPIO, a headless sink.
-pub fn simulate(mut c: telebridge_config::Config) -> telebridge_config::Config {
-    c.video.source = "test".into();
-    c.audio.source = "test".into();
-    c.gpio.backend = "sim".into();
-    if !c.decoder.sink.starts_with("file:") {
-        c.decoder.sink = "fake".into();
-    }
-    c
-}
-
-fn start_media(
-    config: &ValidConfig,
-    generation: u64,
-    events: mpsc::UnboundedSender<(u64, MediaEvent)>,
-    shared: &MediaShared,
-) -> Media {
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let shutdown = async move {
-        let _ = stop_rx.await;
-    };
-    match config.role {
-        Role::Encoder => {
-            let (cmd_tx, cmd_rx) = mpsc::channel(16);
-            let tx = events.clone();
-            let gate = match config.video_source {
-                telebridge_config::VideoSource::Test => shared.cable.clone(),
-                _ => None,
-            };
-            let options = RunOptions {
-                duration: None,
-                on_sample: Some(Arc::new(move |s: &StatsSample| {
-                    let _ = tx.send((generation, MediaEvent::Sample(Box::new(MediaSample::Encoder(s.clone())))));
-                })),
-                commands: Some(cmd_rx),
-                preview: Some(shared.preview.clone()),
-                signal_gate: gate,
-            };
-            let config = config.clone();
-            tokio::spawn(async move {
-                let r = crate::run_encoder(config, options, shutdown).await.map(|_| ());
-                let _ = events.send((generation, MediaEvent::Ended(r)));
-            });
-            Media { stop: Some(stop_tx), commands: Some(cmd_tx), generation }
-        }
-        Role::Decoder => {
-            let tx = events.clone();
-            let options = DecodeOptions {
-                name: config.name.clone(),
-                input: config.decoder_input.clone(),
-                sink: telebridge_media::display::SinkKind::from_config(&config.decoder_sink),
-                audio: config.audio_out.clone(),
-                duration: None,
-                on_sample: Some(Arc::new(move |s: &DecodeSample| {
-                    let sample = MediaSample::Decoder(Box::new(s.clone()));
-                    let _ = tx.send((generation, MediaEvent::Sample(Box::new(sample))));
-                })),
-                loop_to: None,
-            };
-            tokio::spawn(async move {
-                let r = crate::run_decoder(options, shutdown).await.map(|_| ());
-                let _ = events.send((generation, MediaEvent::Ended(r)));
-            });
-            Media { stop: Some(stop_tx), commands: None, generation }
         }
     }
 }

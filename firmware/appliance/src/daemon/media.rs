@@ -1,0 +1,128 @@
+//! Starting and changing the media (the encoder or decoder role) for the main loop.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use telebridge_config::{Role, ValidConfig};
+
+use tokio::sync::{mpsc, oneshot};
+use tracing::{info, warn};
+
+use crate::changes::ChangePlan;
+use crate::sample::MediaSample;
+use crate::{AppError, DecodeOptions, DecodeSample, EncoderCommand, RunOptions, StatsSample};
+
+pub(super) enum MediaEvent {
+    /// Once a second: the running media's sample.
+    Sample(Box<MediaSample>),
+    Ended(Result<(), AppError>),
+}
+
+pub(super) struct Media {
+    pub(super) stop: Option<oneshot::Sender<()>>,
+    pub(super) commands: Option<mpsc::Sender<EncoderCommand>>,
+    pub(super) generation: u64,
+}
+
+/// What the daemon shares with the media it starts.
+#[derive(Clone)]
+pub(super) struct MediaShared {
+    pub(super) preview: telebridge_media::PreviewSlot,
+    pub(super) cable: Option<Arc<AtomicBool>>,
+}
+
+/// Applies a plan's output changes; a media restart is left to the caller.
+pub(super) fn apply(plan: &ChangePlan, media: &mut Option<Media>, pending: &mut Vec<&'static str>) {
+    for s in &plan.next_start {
+        if !pending.contains(s) {
+            pending.push(s);
+        }
+        warn!(setting = *s, "changed; takes effect at the next start");
+    }
+    if plan.restart_media {
+        if let Some(mut m) = media.take() {
+            info!("configuration changed: restarting the media");
+            if let Some(stop) = m.stop.take() {
+                let _ = stop.send(());
+            }
+        }
+        return;
+    }
+    let Some(cmds) = media.as_ref().and_then(|m| m.commands.clone()) else { return };
+    for name in &plan.remove_outputs {
+        info!(output = %name, "configuration changed: removing output");
+        let _ = cmds.try_send(EncoderCommand::RemoveOutput(name.clone()));
+    }
+    for (name, spec) in &plan.add_outputs {
+        info!(output = %spec.label(), "configuration changed: adding output");
+        let _ = cmds.try_send(EncoderCommand::AddOutput(name.clone(), spec.clone()));
+    }
+}
+
+/// What `--sim` changes in a configuration: the test source, simulated GPIO, a headless sink.
+pub fn simulate(mut c: telebridge_config::Config) -> telebridge_config::Config {
+    c.video.source = "test".into();
+    c.audio.source = "test".into();
+    c.gpio.backend = "sim".into();
+    if !c.decoder.sink.starts_with("file:") {
+        c.decoder.sink = "fake".into();
+    }
+    c
+}
+
+pub(super) fn start_media(
+    config: &ValidConfig,
+    generation: u64,
+    events: mpsc::UnboundedSender<(u64, MediaEvent)>,
+    shared: &MediaShared,
+) -> Media {
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let shutdown = async move {
+        let _ = stop_rx.await;
+    };
+    match config.role {
+        Role::Encoder => {
+            let (cmd_tx, cmd_rx) = mpsc::channel(16);
+            let tx = events.clone();
+            let gate = match config.video_source {
+                telebridge_config::VideoSource::Test => shared.cable.clone(),
+                _ => None,
+            };
+            let options = RunOptions {
+                duration: None,
+                on_sample: Some(Arc::new(move |s: &StatsSample| {
+                    let _ = tx.send((generation, MediaEvent::Sample(Box::new(MediaSample::Encoder(s.clone())))));
+                })),
+                commands: Some(cmd_rx),
+                preview: Some(shared.preview.clone()),
+                signal_gate: gate,
+            };
+            let config = config.clone();
+            tokio::spawn(async move {
+                let r = crate::run_encoder(config, options, shutdown).await.map(|_| ());
+                let _ = events.send((generation, MediaEvent::Ended(r)));
+            });
+            Media { stop: Some(stop_tx), commands: Some(cmd_tx), generation }
+        }
+        Role::Decoder => {
+            let tx = events.clone();
+            let options = DecodeOptions {
+                name: config.name.clone(),
+                input: config.decoder_input.clone(),
+                sink: telebridge_media::display::SinkKind::from_config(&config.decoder_sink),
+                audio: config.audio_out.clone(),
+                duration: None,
+                on_sample: Some(Arc::new(move |s: &DecodeSample| {
+                    let sample = MediaSample::Decoder(Box::new(s.clone()));
+                    let _ = tx.send((generation, MediaEvent::Sample(Box::new(sample))));
+                })),
+                loop_to: None,
+            };
+            tokio::spawn(async move {
+                let r = crate::run_decoder(options, shutdown).await.map(|_| ());
+                let _ = events.send((generation, MediaEvent::Ended(r)));
+            });
+            Media { stop: Some(stop_tx), commands: None, generation }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! What the daemon publishes: its status for the API, the input as shown, what needs the
+//! user's attention.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use telebridge_config::{Role, ValidConfig};
+use telebridge_gpio::LedPattern;
+
+use crate::sample::MediaSample;
+use crate::state::Machine;
+
+/// What the daemon is doing, for the API and the panel.
+#[derive(Debug, Clone, Serialize)]
+pub struct DaemonStatus {
+    /// The box's name.
+    pub name: String,
+    /// `encoder` or `decoder`.
+    pub role: &'static str,
+    /// State, reason, links.
+    pub machine: Machine,
+    /// Since when, ms since the Unix epoch.
+    pub since_unix_ms: u64,
+    /// What each LED shows (power, link, live, error).
+    pub led_patterns: [LedPattern; 4],
+    /// The GPIO backend.
+    pub gpio: &'static str,
+    /// The latest one-second sample of the running media (serialised as `--stats json` prints it).
+    pub media: Option<MediaSample>,
+    /// Seconds since the daemon started.
+    pub uptime_s: u64,
+    /// Settings that were changed and wait for the next start.
+    pub pending_restart: Vec<&'static str>,
+    /// What the HDMI output shows instead of a picture, if anything.
+    pub screen: Option<String>,
+    /// The input: whether it has a signal, and the format configured.
+    pub input: InputInfo,
+    /// What needs the user's attention, in words.
+    pub alerts: Vec<String>,
+}
+
+/// The input as the status shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputInfo {
+    /// A signal is present (an HDMI source plugged and sending; always for the test pattern).
+    pub signal: bool,
+    /// The source and format (encoder), or the SRT input (decoder).
+    pub format: String,
+}
+
+pub(super) fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
+    let p = &config.picture;
+    let format = match config.role {
+        Role::Encoder => {
+            format!("{} {}x{} {} fps, {} kbit/s", config.video_source, p.width, p.height, p.fps, p.bitrate_kbps)
+        }
+        Role::Decoder => config.decoder_input.to_string(),
+    };
+    InputInfo { signal: machine.signal, format }
+}
+
+/// What needs attention: an error, no signal, links that are down and why (and SRT latency
+/// advice, see [`MediaSample::alerts`]), settings waiting for a restart.
+pub(super) fn alerts(machine: &Machine, media: Option<&MediaSample>, pending: &[&'static str]) -> Vec<String> {
+    let mut out = Vec::new();
+    if machine.state == crate::state::State::Error {
+        out.push(format!("stopped: {}", machine.reason.as_deref().unwrap_or("the media failed")));
+    }
+    if !machine.signal {
+        out.push("no input signal: check the HDMI source and cable".into());
+    }
+    out.extend(media.map(MediaSample::alerts).unwrap_or_default());
+    for p in pending {
+        out.push(format!("{p} changed: it takes effect after a restart"));
+    }
+    out
+}
+
+pub(super) fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+pub(super) fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Encoder => "encoder",
+        Role::Decoder => "decoder",
+    }
+}
