@@ -74,7 +74,7 @@ pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Response {
             s.auth.finish_setup();
             attempt.succeeded();
             remove_setup_code_file(&s.store.file().web.setup_code_file);
-            let _ = s.daemon.commands.send(DaemonCommand::SetupText(None)).await;
+            let _ = s.daemon.commands().send(DaemonCommand::SetupText(None)).await;
             info!(%ip, "setup done: password set");
             let token = s.auth.new_session(Instant::now());
             ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()

@@ -12,6 +12,7 @@ pub mod server;
 mod account;
 mod body;
 mod config_api;
+pub mod daemon;
 mod error;
 mod live;
 mod middleware;
@@ -23,10 +24,11 @@ use std::sync::Arc;
 use axum::middleware as mw;
 use axum::routing::{get, post};
 use axum::Router;
-use telebridge_appliance::{ConfigStore, DaemonCommand, DaemonHandle};
+use telebridge_appliance::{ConfigStore, DaemonCommand};
 use tracing::{info, warn};
 
 use crate::auth::Auth;
+pub use crate::daemon::Daemon;
 pub use crate::error::ApiError;
 use crate::history::History;
 pub use crate::panel::{panel_size, OPENAPI};
@@ -36,7 +38,7 @@ pub use server::serve;
 #[derive(Clone, Debug)]
 pub struct AppState {
     /// The daemon.
-    pub daemon: DaemonHandle,
+    pub daemon: Arc<dyn Daemon>,
     /// The editable configuration.
     pub store: Arc<ConfigStore>,
     /// Sessions, attempts, setup code.
@@ -51,7 +53,8 @@ impl AppState {
     /// State for a daemon (call inside the runtime: it starts recording the history); when no
     /// password is set yet, makes the one-time setup code, logs it and writes it to
     /// `web.setup_code_file`.
-    pub fn new(daemon: DaemonHandle, store: Arc<ConfigStore>) -> Self {
+    pub fn new(daemon: impl Daemon, store: Arc<ConfigStore>) -> Self {
+        let daemon: Arc<dyn Daemon> = Arc::new(daemon);
         let file = store.file();
         let code = file.web.password_hash.is_empty().then(auth::new_setup_code);
         if let Some(code) = &code {
@@ -65,7 +68,7 @@ impl AppState {
         }
         if let Some(code) = &code {
             let text = format!("Setup code: {code}\nOpen the panel and enter it to choose a password.");
-            let _ = daemon.commands.try_send(DaemonCommand::SetupText(Some(text)));
+            let _ = daemon.commands().try_send(DaemonCommand::SetupText(Some(text)));
         }
         if code.is_none() {
             account::remove_setup_code_file(&file.web.setup_code_file);
@@ -83,7 +86,7 @@ impl AppState {
 
     /// Records one history row a second until the daemon goes away.
     fn spawn_history(&self) {
-        let (history, mut status) = (self.history.clone(), self.daemon.status.clone());
+        let (history, mut status) = (self.history.clone(), self.daemon.status());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
             loop {
@@ -125,7 +128,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/reboot", post(live::reboot))
         .route_layer(mw::from_fn_with_state(state.clone(), middleware::require_session));
     let mut r = open.merge(protected);
-    if state.daemon.sim.is_some() {
+    if state.daemon.sim().is_some() {
         r = r
             .route("/api/sim/gpio", get(sim::sim_gpio))
             .route("/api/sim/button", post(sim::sim_button))

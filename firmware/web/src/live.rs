@@ -22,7 +22,7 @@ use crate::middleware::session_token;
 use crate::{metrics, AppState};
 
 pub(crate) async fn healthz(State(s): State<AppState>) -> Response {
-    if s.daemon.heartbeat.age() < Duration::from_secs(2) {
+    if s.daemon.heartbeat_age() < Duration::from_secs(2) {
         (StatusCode::OK, "ok\n").into_response()
     } else {
         error(StatusCode::SERVICE_UNAVAILABLE, "the main loop is not turning")
@@ -30,7 +30,7 @@ pub(crate) async fn healthz(State(s): State<AppState>) -> Response {
 }
 
 pub(crate) async fn status(State(s): State<AppState>) -> Response {
-    let st = s.daemon.status.borrow().clone();
+    let st = s.daemon.status().borrow().clone();
     Json(st).into_response()
 }
 
@@ -44,7 +44,7 @@ pub(crate) async fn live(State(s): State<AppState>, req: Request) -> Response {
     let Some(Json(body)) = json_body::<LiveBody>(req).await else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"live\": true} or {\"live\": false}");
     };
-    if s.daemon.commands.send(DaemonCommand::Live(body.live)).await.is_err() {
+    if s.daemon.commands().send(DaemonCommand::Live(body.live)).await.is_err() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
     }
     (StatusCode::ACCEPTED, Json(json!({ "live": body.live }))).into_response()
@@ -55,7 +55,7 @@ pub(crate) async fn live(State(s): State<AppState>, req: Request) -> Response {
 pub(crate) async fn events(
     State(s): State<AppState>,
 ) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
-    let rx = s.daemon.status.clone();
+    let rx = s.daemon.status();
     let stream = futures_util::stream::unfold(
         (rx, None::<BoxState>, Instant::now()),
         |(rx, last_state, last_sample)| async move {
@@ -104,7 +104,7 @@ pub(crate) async fn stats_csv(State(s): State<AppState>, Query(q): Query<CsvQuer
 
 /// The current picture, small (320 px wide), made at most once a second by the encoder.
 pub(crate) async fn preview(State(s): State<AppState>) -> Response {
-    let jpeg = s.daemon.preview.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let jpeg = s.daemon.preview();
     match jpeg {
         Some(bytes) => {
             ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "no-store")], bytes).into_response()
@@ -126,7 +126,7 @@ pub(crate) async fn logs(Query(q): Query<LogsQuery>) -> Response {
 
 /// Reboots the box (`systemctl reboot`); refused under `--sim`, where there is no box.
 pub(crate) async fn reboot(State(s): State<AppState>) -> Response {
-    if s.daemon.sim.is_some() {
+    if s.daemon.sim().is_some() {
         return error(StatusCode::CONFLICT, "simulation: there is no box to reboot");
     }
     warn!("reboot requested from the panel");
@@ -154,6 +154,6 @@ pub(crate) async fn metrics_handler(State(s): State<AppState>, headers: HeaderMa
     if !bearer && !session {
         return error(StatusCode::UNAUTHORIZED, "log in, or send Authorization: Bearer <web.metrics_token>");
     }
-    let st = s.daemon.status.borrow().clone();
+    let st = s.daemon.status().borrow().clone();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics::render(&st)).into_response()
 }

@@ -17,8 +17,10 @@ use crate::error::error;
 use crate::AppState;
 
 pub(crate) async fn sim_gpio(State(s): State<AppState>) -> Response {
-    let Some(state) = s.daemon.sim_state() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
-    let patterns = s.daemon.status.borrow().led_patterns;
+    let Some(state) = s.daemon.sim().map(|b| b.state()) else {
+        return error(StatusCode::NOT_FOUND, "no simulated GPIO");
+    };
+    let patterns = s.daemon.status().borrow().led_patterns;
     let mut leds = serde_json::Map::new();
     let mut shown = serde_json::Map::new();
     for (i, led) in Led::ALL.iter().enumerate() {
@@ -26,7 +28,7 @@ pub(crate) async fn sim_gpio(State(s): State<AppState>) -> Response {
         leds.insert(name.clone(), json!(state.leds[i]));
         shown.insert(name, serde_json::to_value(patterns[i]).unwrap_or_default());
     }
-    let cable = s.daemon.sim_cable.as_ref().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+    let cable = s.daemon.sim_cable().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
     Json(json!({
         "backend": "sim",
         "leds": leds,
@@ -49,7 +51,7 @@ pub(crate) async fn sim_signal(State(s): State<AppState>, body: Option<Json<Sign
     let Some(Json(body)) = body else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"present\": true|false}");
     };
-    let Some(cable) = s.daemon.sim_cable.as_ref() else {
+    let Some(cable) = s.daemon.sim_cable() else {
         return error(StatusCode::NOT_FOUND, "no simulated HDMI cable");
     };
     cable.store(body.present, std::sync::atomic::Ordering::Relaxed);
@@ -75,7 +77,7 @@ pub(crate) async fn sim_button(State(s): State<AppState>, body: Option<Json<Butt
             format!("hold_ms: {} is out of range 50-20000 (a press needs 30 ms to count)", body.hold_ms),
         );
     }
-    let Some(sim) = s.daemon.sim.clone() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
+    let Some(sim) = s.daemon.sim() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
     sim.set_button(true);
     tokio::time::sleep(Duration::from_millis(body.hold_ms)).await;
     sim.set_button(false);
@@ -103,7 +105,7 @@ pub(crate) async fn sim_stall(State(s): State<AppState>, body: Option<Json<Stall
     if body.ms > 60_000 {
         return error(StatusCode::UNPROCESSABLE_ENTITY, format!("ms: {} is out of range 0-60000", body.ms));
     }
-    if s.daemon.commands.send(DaemonCommand::Stall(Duration::from_millis(body.ms))).await.is_err() {
+    if s.daemon.commands().send(DaemonCommand::Stall(Duration::from_millis(body.ms))).await.is_err() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
     }
     (StatusCode::ACCEPTED, Json(json!({ "stall_ms": body.ms }))).into_response()
