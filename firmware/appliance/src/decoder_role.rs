@@ -336,7 +336,9 @@ pub async fn run_decoder(
         let st = status.borrow().clone();
         let receiving = st.state == telebridge_srt::input::InputState::Receiving;
         let reason = problem.as_deref().or(st.reason.as_deref());
-        display.set_slate_text(&slate_text(&options.name, &options.input, receiving, reason));
+        // "A caller is connected" only while a stream arrives that shows no picture: a sender
+        // that just went away still counts as receiving for up to half a second.
+        display.set_slate_text(&slate_text(&options.name, &options.input, problem.is_some(), reason));
         if last_sample.elapsed() >= Duration::from_secs(1) {
             let secs = last_sample.elapsed().as_secs_f64();
             last_sample = Instant::now();

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use telebridge_config::FileSpec;
-use telebridge_srt::{OutputState, OutputStatus};
+use telebridge_srt::supervisor::{Attempt, Control, Job, Supervisor};
+use telebridge_srt::{Backoff, OutputState, OutputStatus};
 use tokio::sync::watch;
 use tracing::{error, info};
 
@@ -31,7 +31,7 @@ pub struct Recording {
     tx: SyncSender<Msg>,
     status: watch::Receiver<OutputStatus>,
     dropped: Arc<AtomicU64>,
-    thread: Option<JoinHandle<()>>,
+    supervisor: Option<Supervisor>,
 }
 
 impl Recording {
@@ -44,11 +44,11 @@ impl Recording {
         let (status_tx, status_rx) = watch::channel(initial);
         let dropped = Arc::new(AtomicU64::new(0));
         let d = dropped.clone();
-        let thread = std::thread::Builder::new()
-            .name("recording".into())
-            .spawn(move || Writer::new(spec, status_tx, d).run(rx))
+        let writer = Writer::new(spec, status_tx, d, rx);
+        let supervisor = Supervisor::spawn("recording".into(), Backoff::default(), writer)
+            .map_err(|e| error!(error = %e, "cannot start the recording's thread"))
             .ok();
-        Self { tx, status: status_rx, dropped, thread }
+        Self { tx, status: status_rx, dropped, supervisor }
     }
 
     /// Hands the recording one TS buffer; never blocks (dropped if the disk cannot keep up).
@@ -69,16 +69,11 @@ impl Recording {
     }
 
     fn shutdown(&mut self) {
+        // The stop goes behind the data already queued, so all of it is written first.
         let _ = self.tx.send(Msg::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(s) = self.supervisor.as_mut() {
+            s.stop();
         }
-    }
-}
-
-impl Drop for Recording {
-    fn drop(&mut self) {
-        self.shutdown();
     }
 }
 
@@ -100,10 +95,11 @@ struct Writer {
     bytes: u64,
     failed: bool,
     last_flush: Instant,
+    rx: Receiver<Msg>,
 }
 
 impl Writer {
-    fn new(spec: FileSpec, status: watch::Sender<OutputStatus>, dropped: Arc<AtomicU64>) -> Self {
+    fn new(spec: FileSpec, status: watch::Sender<OutputStatus>, dropped: Arc<AtomicU64>, rx: Receiver<Msg>) -> Self {
         let device = spec.pattern.parent().and_then(|d| d.metadata().ok()).map(|m| m.dev());
         Self {
             spec,
@@ -117,12 +113,16 @@ impl Writer {
             bytes: 0,
             failed: false,
             last_flush: Instant::now(),
+            rx,
         }
     }
 
-    fn run(mut self, rx: Receiver<Msg>) {
+    /// Writes what arrives until the stop, which comes down the same channel behind the data
+    /// (so everything queued before it is written); a recording does not retry (a full disk or
+    /// a removed stick is a state of its own), so its one attempt lasts until then.
+    fn run(&mut self) {
         loop {
-            match rx.recv_timeout(Duration::from_millis(500)) {
+            match self.rx.recv_timeout(Duration::from_millis(500)) {
                 Ok(Msg::Data(buffer)) => {
                     if !self.failed {
                         if let Err(e) = self.write(&buffer) {
@@ -149,6 +149,18 @@ impl Writer {
                 });
             }
         }
+    }
+}
+
+impl Job for Writer {
+    fn attempt(&mut self, _stop_rides_with_the_data: &Control, _: &mut u32) -> Attempt {
+        self.run();
+        Attempt::Stopped
+    }
+
+    fn retrying(&mut self, _: String, _: u32, _: Duration) {}
+
+    fn stopped(&mut self) {
         if let Some(mut s) = self.segment.take() {
             let _ = s.file.flush();
             let _ = s.file.get_ref().sync_data();
@@ -160,7 +172,9 @@ impl Writer {
             }
         });
     }
+}
 
+impl Writer {
     fn write(&mut self, buffer: &gst::Buffer) -> io::Result<()> {
         let Ok(map) = buffer.map_readable() else { return Ok(()) };
         let data = map.as_slice();

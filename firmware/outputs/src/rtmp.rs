@@ -11,19 +11,15 @@
 //! backoff and asks the encoder for a keyframe once it is back, without touching anything else.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gst::prelude::*;
 use telebridge_config::RtmpUrl;
+use telebridge_srt::supervisor::{Attempt, Control, Job, Supervisor};
 use telebridge_srt::{Backoff, OutputState, OutputStatus};
 use tokio::sync::watch;
 use tracing::{info, warn};
-
-enum Command {
-    Stop,
-}
 
 type Slot = Arc<Mutex<Option<gst_app::AppSrc>>>;
 
@@ -33,9 +29,8 @@ pub struct RtmpOutput {
     slot: Slot,
     queue_bytes: u64,
     dropped: Arc<AtomicU64>,
-    commands: mpsc::Sender<Command>,
     status: watch::Receiver<OutputStatus>,
-    thread: Option<JoinHandle<()>>,
+    supervisor: Option<Supervisor>,
 }
 
 impl RtmpOutput {
@@ -43,21 +38,14 @@ impl RtmpOutput {
     pub fn start(name: String, url: RtmpUrl, queue_bytes: u64, on_connected: Arc<dyn Fn() + Send + Sync>) -> Self {
         let (status_tx, status_rx) =
             watch::channel(OutputStatus::new("rtmp", name.clone(), url.label(), OutputState::Connecting));
-        let (cmd_tx, cmd_rx) = mpsc::channel();
         let slot: Slot = Arc::new(Mutex::new(None));
         let dropped = Arc::new(AtomicU64::new(0));
-        let worker = Worker {
-            url,
-            status: status_tx,
-            commands: cmd_rx,
-            on_connected,
-            backoff: Backoff::default(),
-            slot: slot.clone(),
-            queue_bytes,
-            dropped: dropped.clone(),
-        };
-        let thread = std::thread::Builder::new().name(format!("rtmp-{name}")).spawn(move || worker.run()).ok();
-        Self { slot, queue_bytes, dropped, commands: cmd_tx, status: status_rx, thread }
+        let worker =
+            Worker { url, status: status_tx, on_connected, slot: slot.clone(), queue_bytes, dropped: dropped.clone() };
+        let supervisor = Supervisor::spawn(format!("rtmp-{name}"), Backoff::default(), worker)
+            .map_err(|e| warn!(output = %name, error = %e, "cannot start the RTMP output's thread"))
+            .ok();
+        Self { slot, queue_bytes, dropped, status: status_rx, supervisor }
     }
 
     /// Hands the output one TS buffer; never blocks.
@@ -82,25 +70,16 @@ impl RtmpOutput {
     }
 
     fn shutdown(&mut self) {
-        let _ = self.commands.send(Command::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(s) = self.supervisor.as_mut() {
+            s.stop();
         }
-    }
-}
-
-impl Drop for RtmpOutput {
-    fn drop(&mut self) {
-        self.shutdown();
     }
 }
 
 struct Worker {
     url: RtmpUrl,
     status: watch::Sender<OutputStatus>,
-    commands: mpsc::Receiver<Command>,
     on_connected: Arc<dyn Fn() + Send + Sync>,
-    backoff: Backoff,
     slot: Slot,
     queue_bytes: u64,
     dropped: Arc<AtomicU64>,
@@ -111,35 +90,38 @@ enum End {
     Failed(String),
 }
 
-impl Worker {
-    fn run(self) {
-        let mut attempt = 0u32;
-        loop {
-            let end = match self.build() {
-                Ok((pipeline, sink)) => {
-                    let end = self.attempt(&pipeline, &sink, &mut attempt);
-                    *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                    let _ = pipeline.set_state(gst::State::Null);
-                    end
-                }
-                Err(e) => End::Failed(e),
-            };
-            let End::Failed(reason) = end else { break };
-            attempt += 1;
-            let delay = self.backoff.delay(attempt);
-            warn!(output = %self.url, %reason, retry_in_ms = delay.as_millis() as u64, "RTMP output retrying");
-            self.status.send_modify(|s| {
-                s.state = OutputState::Retrying;
-                s.reason = Some(reason);
-                s.reconnects = attempt;
-            });
-            if let Ok(Command::Stop) = self.commands.recv_timeout(delay) {
-                break;
+impl Job for Worker {
+    fn attempt(&mut self, control: &Control, attempts: &mut u32) -> Attempt {
+        let end = match self.build() {
+            Ok((pipeline, sink)) => {
+                let end = self.connection(control, &pipeline, &sink, attempts);
+                *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                let _ = pipeline.set_state(gst::State::Null);
+                end
             }
+            Err(e) => End::Failed(e),
+        };
+        match end {
+            End::Stop => Attempt::Stopped,
+            End::Failed(reason) => Attempt::Failed(reason),
         }
-        self.status.send_modify(|s| s.state = OutputState::Stopped);
     }
 
+    fn retrying(&mut self, reason: String, attempts: u32, delay: Duration) {
+        warn!(output = %self.url, %reason, retry_in_ms = delay.as_millis() as u64, "RTMP output retrying");
+        self.status.send_modify(|s| {
+            s.state = OutputState::Retrying;
+            s.reason = Some(reason);
+            s.reconnects = attempts;
+        });
+    }
+
+    fn stopped(&mut self) {
+        self.status.send_modify(|s| s.state = OutputState::Stopped);
+    }
+}
+
+impl Worker {
     fn build(&self) -> Result<(gst::Pipeline, gst::Element), String> {
         let e = |r: Result<gst::Element, gst::glib::BoolError>, what: &str, pkg: &str| {
             r.map_err(|_| format!("GStreamer element {what} is missing: install {pkg}"))
@@ -208,7 +190,7 @@ impl Worker {
         Ok((pipeline, sink))
     }
 
-    fn attempt(&self, pipeline: &gst::Pipeline, sink: &gst::Element, attempt: &mut u32) -> End {
+    fn connection(&self, control: &Control, pipeline: &gst::Pipeline, sink: &gst::Element, attempt: &mut u32) -> End {
         let Some(bus) = pipeline.bus() else { return End::Failed("no bus".into()) };
         self.status.send_modify(|s| s.state = OutputState::Connecting);
         (self.on_connected)();
@@ -217,18 +199,15 @@ impl Worker {
         let mut last_bytes = 0u64;
         let mut last_progress = Instant::now();
         loop {
-            match self.commands.recv_timeout(Duration::from_millis(200)) {
-                Ok(Command::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    if let Some(src) = self.slot.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-                        let _ = src.end_of_stream();
-                    }
-                    let _ = bus.timed_pop_filtered(
-                        gst::ClockTime::from_seconds(2),
-                        &[gst::MessageType::Eos, gst::MessageType::Error],
-                    );
-                    return End::Stop;
+            if control.stop_within(Duration::from_millis(200)) {
+                if let Some(src) = self.slot.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                    let _ = src.end_of_stream();
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                let _ = bus.timed_pop_filtered(
+                    gst::ClockTime::from_seconds(2),
+                    &[gst::MessageType::Eos, gst::MessageType::Error],
+                );
+                return End::Stop;
             }
             while let Some(msg) = bus.pop() {
                 if let gst::MessageView::Error(err) = msg.view() {

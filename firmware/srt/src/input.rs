@@ -3,9 +3,7 @@
 //! [`InputStatus`]: whether a stream is arriving, why not, and the receiver's counters.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use gst::prelude::*;
@@ -15,6 +13,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::reject::rejected_since;
+use crate::supervisor::{Attempt, Control, Job, Supervisor};
 use crate::ts_check::ContinuityCheck;
 use crate::{Backoff, SrtStats};
 
@@ -72,16 +71,11 @@ pub enum InputError {
 /// Receives each TS buffer.
 pub type TsConsumer = Arc<dyn Fn(&gst::Buffer) + Send + Sync>;
 
-enum Command {
-    Stop,
-}
-
 /// A running SRT input.
 #[derive(Debug)]
 pub struct SrtInput {
-    commands: mpsc::Sender<Command>,
     status: watch::Receiver<InputStatus>,
-    thread: Option<JoinHandle<()>>,
+    supervisor: Supervisor,
 }
 
 struct Shared {
@@ -146,14 +140,16 @@ impl SrtInput {
             last_data_ms_ago: None,
         };
         let (status_tx, status_rx) = watch::channel(initial);
-        let (cmd_tx, cmd_rx) = mpsc::channel();
-        let worker =
-            Worker { pipeline, src, url, status: status_tx, commands: cmd_rx, shared, backoff: Backoff::default() };
-        let thread = std::thread::Builder::new()
-            .name("srt-in".into())
-            .spawn(move || worker.run())
-            .map_err(|e| InputError::Gst(e.to_string()))?;
-        Ok(Self { commands: cmd_tx, status: status_rx, thread: Some(thread) })
+        // A listener whose caller left listens again at once; a caller backs off.
+        let backoff = if url.mode == SrtMode::Listener {
+            Backoff { first: Duration::from_millis(100), max: Duration::from_millis(100) }
+        } else {
+            Backoff::default()
+        };
+        let worker = Worker { pipeline, src, url, status: status_tx, shared };
+        let supervisor =
+            Supervisor::spawn("srt-in".into(), backoff, worker).map_err(|e| InputError::Gst(e.to_string()))?;
+        Ok(Self { status: status_rx, supervisor })
     }
 
     /// The input's status, updated a few times a second.
@@ -167,16 +163,7 @@ impl SrtInput {
     }
 
     fn shutdown(&mut self) {
-        let _ = self.commands.send(Command::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for SrtInput {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.supervisor.stop();
     }
 }
 
@@ -185,56 +172,54 @@ struct Worker {
     src: gst::Element,
     url: SrtUrl,
     status: watch::Sender<InputStatus>,
-    commands: mpsc::Receiver<Command>,
     shared: Arc<Shared>,
-    backoff: Backoff,
 }
 
 /// Data older than this means the stream has stopped arriving.
 const STALE: Duration = Duration::from_millis(500);
 
-impl Worker {
-    fn run(self) {
-        let mut attempt = 0u32;
-        let listener = self.url.mode == SrtMode::Listener;
-        loop {
-            let started = Instant::now();
-            self.shared.cc.lock().unwrap_or_else(|p| p.into_inner()).reset();
-            let ended = if self.pipeline.set_state(gst::State::Playing).is_err() {
-                Some("cannot start the SRT receiver".to_string())
-            } else {
-                self.watch(started, &mut attempt)
-            };
-            let _ = self.pipeline.set_state(gst::State::Null);
-            let Some(reason) = ended else { break };
-            attempt += 1;
-            // A listener whose caller left listens again at once; a caller backs off.
-            let delay = if listener { Duration::from_millis(100) } else { self.backoff.delay(attempt) };
-            warn!(input = %self.url.label(), %reason, retry_in_ms = delay.as_millis() as u64, "SRT input restarting");
-            self.status.send_modify(|s| {
-                s.state = InputState::Retrying;
-                s.reason = Some(reason);
-                s.reconnects = attempt;
-            });
-            if let Ok(Command::Stop) = self.commands.recv_timeout(delay) {
-                break;
-            }
+impl Job for Worker {
+    fn attempt(&mut self, control: &Control, attempts: &mut u32) -> Attempt {
+        let started = Instant::now();
+        self.shared.cc.lock().unwrap_or_else(|p| p.into_inner()).reset();
+        let ended = if self.pipeline.set_state(gst::State::Playing).is_err() {
+            Some("cannot start the SRT receiver".to_string())
+        } else {
+            self.watch(control, started, attempts)
+        };
+        let _ = self.pipeline.set_state(gst::State::Null);
+        match ended {
+            Some(reason) => Attempt::Failed(reason),
+            None => Attempt::Stopped,
         }
+    }
+
+    fn retrying(&mut self, reason: String, attempts: u32, delay: Duration) {
+        warn!(input = %self.url.label(), %reason, retry_in_ms = delay.as_millis() as u64, "SRT input restarting");
+        self.status.send_modify(|s| {
+            s.state = InputState::Retrying;
+            s.reason = Some(reason);
+            s.reconnects = attempts;
+        });
+    }
+
+    fn stopped(&mut self) {
         let _ = self.pipeline.set_state(gst::State::Null);
         self.status.send_modify(|s| s.state = InputState::Stopped);
     }
+}
 
+impl Worker {
     /// Watches one connection; `None` when stopped on request, else why it ended.
-    fn watch(&self, started: Instant, attempt: &mut u32) -> Option<String> {
+    fn watch(&self, control: &Control, started: Instant, attempt: &mut u32) -> Option<String> {
         let bus = self.pipeline.bus()?;
         let listener = self.url.mode == SrtMode::Listener;
         let mut was_receiving = false;
         let mut last_reject_check = started;
         let mut reject_reason: Option<String> = None;
         loop {
-            match self.commands.recv_timeout(Duration::from_millis(200)) {
-                Ok(Command::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return None,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            if control.stop_within(Duration::from_millis(200)) {
+                return None;
             }
             while let Some(msg) = bus.pop() {
                 match msg.view() {

@@ -7,6 +7,7 @@ pub mod input;
 pub mod output;
 pub mod reject;
 pub mod stats;
+pub mod supervisor;
 pub mod ts_check;
 
 pub use backoff::Backoff;

@@ -6,9 +6,7 @@
 //! the connection fails it retries with capped backoff without touching the encoder.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use gst::prelude::*;
@@ -20,6 +18,7 @@ use tracing::{info, warn};
 use crate::reject::rejected_since;
 use crate::reject::RejectLog;
 use crate::stats::LifeTotals;
+use crate::supervisor::{Attempt, Control, Job, Supervisor};
 use crate::{Backoff, SrtStats};
 
 /// Where an output is in its life.
@@ -100,10 +99,6 @@ pub enum OutputError {
     Gst(String),
 }
 
-enum Command {
-    Stop,
-}
-
 /// A running SRT output.
 #[derive(Debug)]
 pub struct SrtOutput {
@@ -111,9 +106,8 @@ pub struct SrtOutput {
     appsrc: gst_app::AppSrc,
     queue_bytes: u64,
     dropped: Arc<AtomicU64>,
-    commands: mpsc::Sender<Command>,
     status: watch::Receiver<OutputStatus>,
-    thread: Option<JoinHandle<()>>,
+    supervisor: Supervisor,
 }
 
 /// How long a caller may send without an ACK before it counts the receiver as gone. libsrt
@@ -217,7 +211,6 @@ impl SrtOutput {
         let state = if url.mode == SrtMode::Listener { OutputState::Listening } else { OutputState::Connecting };
         let initial = OutputStatus::new("srt", name.clone(), url.to_string(), state);
         let (status_tx, status_rx) = watch::channel(initial);
-        let (cmd_tx, cmd_rx) = mpsc::channel();
         let dropped = Arc::new(AtomicU64::new(0));
         let worker = Worker {
             pipeline,
@@ -225,18 +218,14 @@ impl SrtOutput {
             appsrc: appsrc.clone(),
             url,
             status: status_tx,
-            commands: cmd_rx,
             on_peer_joined,
-            backoff: Backoff::default(),
             dropped: dropped.clone(),
-            totals: Default::default(),
-            reject_log: Default::default(),
+            totals: LifeTotals::default(),
+            reject_log: RejectLog::default(),
         };
-        let thread = std::thread::Builder::new()
-            .name(format!("srt-out-{name}"))
-            .spawn(move || worker.run())
+        let supervisor = Supervisor::spawn(format!("srt-out-{name}"), Backoff::default(), worker)
             .map_err(|e| OutputError::Gst(e.to_string()))?;
-        Ok(Self { name, appsrc, queue_bytes, dropped, commands: cmd_tx, status: status_rx, thread: Some(thread) })
+        Ok(Self { name, appsrc, queue_bytes, dropped, status: status_rx, supervisor })
     }
 
     /// Hands the output one TS buffer. Never blocks; dropped when the output is not connected
@@ -265,16 +254,7 @@ impl SrtOutput {
     }
 
     fn shutdown(&mut self) {
-        let _ = self.commands.send(Command::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for SrtOutput {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.supervisor.stop();
     }
 }
 
@@ -284,13 +264,41 @@ struct Worker {
     appsrc: gst_app::AppSrc,
     url: SrtUrl,
     status: watch::Sender<OutputStatus>,
-    commands: mpsc::Receiver<Command>,
     on_peer_joined: Arc<dyn Fn() + Send + Sync>,
-    backoff: Backoff,
     dropped: Arc<AtomicU64>,
     /// Counters over every connection so far (callers that left, earlier attempts).
-    totals: std::cell::RefCell<LifeTotals>,
-    reject_log: std::cell::RefCell<RejectLog>,
+    totals: LifeTotals,
+    reject_log: RejectLog,
+}
+
+impl Job for Worker {
+    fn attempt(&mut self, control: &Control, attempts: &mut u32) -> Attempt {
+        let dropped = self.dropped.clone();
+        match self.connection(control, attempts, &dropped) {
+            AttemptEnd::Stop => Attempt::Stopped,
+            AttemptEnd::Failed(reason) => Attempt::Failed(reason),
+        }
+    }
+
+    fn retrying(&mut self, reason: String, attempts: u32, delay: Duration) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+        warn!(output = %self.url.label(), %reason, retry_in_ms = delay.as_millis() as u64, attempt = attempts, "SRT output retrying");
+        self.status.send_modify(|s| {
+            s.state = OutputState::Retrying;
+            s.reason = Some(reason);
+            s.reconnects = attempts;
+            s.callers = 0;
+            s.per_caller.clear();
+        });
+    }
+
+    fn stopped(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+        self.status.send_modify(|s| {
+            s.state = OutputState::Stopped;
+            s.callers = 0;
+        });
+    }
 }
 
 enum AttemptEnd {
@@ -299,38 +307,7 @@ enum AttemptEnd {
 }
 
 impl Worker {
-    fn run(self) {
-        let dropped = self.dropped.clone();
-        let mut attempt: u32 = 0;
-        loop {
-            match self.attempt(&mut attempt, &dropped) {
-                AttemptEnd::Stop => break,
-                AttemptEnd::Failed(reason) => {
-                    let _ = self.pipeline.set_state(gst::State::Null);
-                    attempt += 1;
-                    let delay = self.backoff.delay(attempt);
-                    warn!(output = %self.url.label(), %reason, retry_in_ms = delay.as_millis() as u64, attempt, "SRT output retrying");
-                    self.status.send_modify(|s| {
-                        s.state = OutputState::Retrying;
-                        s.reason = Some(reason);
-                        s.reconnects = attempt;
-                        s.callers = 0;
-                        s.per_caller.clear();
-                    });
-                    if let Ok(Command::Stop) = self.commands.recv_timeout(delay) {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = self.pipeline.set_state(gst::State::Null);
-        self.status.send_modify(|s| {
-            s.state = OutputState::Stopped;
-            s.callers = 0;
-        });
-    }
-
-    fn attempt(&self, attempt: &mut u32, dropped: &AtomicU64) -> AttemptEnd {
+    fn connection(&mut self, control: &Control, attempt: &mut u32, dropped: &AtomicU64) -> AttemptEnd {
         let started = Instant::now();
         let listener = self.url.mode == SrtMode::Listener;
         self.status.send_modify(|s| s.state = if listener { OutputState::Listening } else { OutputState::Connecting });
@@ -344,16 +321,13 @@ impl Worker {
         let connect_deadline =
             started + self.url.connect_timeout.unwrap_or(Duration::from_secs(3)) + Duration::from_secs(2);
         loop {
-            match self.commands.recv_timeout(Duration::from_millis(200)) {
-                Ok(Command::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let _ = self.appsrc.end_of_stream();
-                    let _ = bus.timed_pop_filtered(
-                        gst::ClockTime::from_seconds(1),
-                        &[gst::MessageType::Eos, gst::MessageType::Error],
-                    );
-                    return AttemptEnd::Stop;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            if control.stop_within(Duration::from_millis(200)) {
+                let _ = self.appsrc.end_of_stream();
+                let _ = bus.timed_pop_filtered(
+                    gst::ClockTime::from_seconds(1),
+                    &[gst::MessageType::Eos, gst::MessageType::Error],
+                );
+                return AttemptEnd::Stop;
             }
             while let Some(msg) = bus.pop() {
                 if let gst::MessageView::Error(err) = msg.view() {
@@ -371,7 +345,7 @@ impl Worker {
             let rejection = if listener { rejected_since(last_reject_check) } else { None };
             last_reject_check = Instant::now();
             if let Some(r) = &rejection {
-                if let Some(unlogged) = self.reject_log.borrow_mut().rejected(Instant::now()) {
+                if let Some(unlogged) = self.reject_log.rejected(Instant::now()) {
                     warn!(output = %self.url.label(), reason = %r, not_logged_since_last = unlogged, "SRT caller rejected");
                 }
             }
@@ -407,7 +381,7 @@ impl Worker {
             let joined = now_live && !live;
             live = now_live;
             let q = dropped.load(Ordering::Relaxed);
-            let life = self.totals.borrow_mut().update(&conns);
+            let life = self.totals.update(&conns);
             self.status.send_modify(|s| {
                 s.state = match (live, listener) {
                     (true, _) => OutputState::Live,
