@@ -1,6 +1,7 @@
 //! `telebridge`: the command line. It parses arguments, sets up logging and signals, and hands
 //! over to the appliance crate.
 
+mod args;
 mod cli;
 mod duration;
 mod exit;
@@ -12,7 +13,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = args::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if args.quiet { "warn" } else { "info" }));
     // Colours only on a terminal: files, journald and the panel's log view get plain text.

@@ -1,0 +1,215 @@
+//! The command line's words: commands, their arguments, their help.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Telebridge: a Raspberry Pi as a broadcast-grade SRT video link.
+#[derive(Debug, Parser)]
+#[command(name = "telebridge", version, about)]
+pub struct Cli {
+    /// Only warnings and errors on stderr.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// The appliance: run the configured role (encoder or decoder), serve the panel and API, drive
+    /// the status LEDs and the go-live button, and talk to systemd (READY, WATCHDOG).
+    Run(RunArgs),
+    /// Capture, encode to H.264 and send MPEG-TS over SRT to every --output at once.
+    Encode(Box<EncodeArgs>),
+    /// Receive SRT, decode, and show it (HDMI, a window, a file, or nowhere), with a slate when
+    /// nothing arrives and glass-to-glass latency when the sender burns in timecodes.
+    Decode(DecodeArgs),
+    /// Receive one SRT stream and pass it on untouched to every --output at once (SRT, RTMP(S),
+    /// recording): an SRT gateway.
+    Relay(RelayArgs),
+    /// Our encoder into our decoder on this machine (optionally through an emulated link): a
+    /// table of configured SRT latency against measured glass-to-glass latency.
+    Measure(MeasureArgs),
+    /// Check or print the configuration file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Show which H.264 encoder this machine would use, and why.
+    Encoders {
+        /// Configuration file whose video.encoder preference applies.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Report every problem in a configuration file, each naming the field, value and what is allowed.
+    Check {
+        /// The file to check.
+        file: PathBuf,
+    },
+    /// Print the default configuration as a commented TOML file.
+    Default,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StatsFormat {
+    /// One JSON object a second on stdout, and a summary at exit.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MeasureArgs {
+    /// A link profile to go through (from --profiles), e.g. metro-17ms or 4g-fixed.
+    #[arg(long)]
+    pub(crate) link: Option<String>,
+    /// The link profiles file.
+    #[arg(long, default_value = "bench/links.toml")]
+    pub(crate) profiles: PathBuf,
+    /// Sizes, comma-separated.
+    #[arg(long, default_value = "1280x720,1920x1080")]
+    pub(crate) sizes: String,
+    /// Bitrates in kbit/s, comma-separated.
+    #[arg(long, default_value = "4000")]
+    pub(crate) bitrates_kbps: String,
+    /// SRT latency, ms.
+    #[arg(long, default_value_t = 120)]
+    pub(crate) latency_ms: u32,
+    /// Frames per second.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) fps: u32,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 12)]
+    pub(crate) seconds: u64,
+    /// x264 speed preset.
+    #[arg(long, default_value = "superfast")]
+    pub(crate) x264_preset: String,
+    /// aac | none
+    #[arg(long, default_value = "aac")]
+    pub(crate) audio: String,
+    /// Print JSON rows instead of a Markdown table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DecodeArgs {
+    /// srt://:PORT?mode=listener&latency=MS&passphrase=... (or a caller or rendezvous URL).
+    #[arg(long)]
+    pub(crate) input: String,
+    /// auto | kms | window | fake | file:PATH
+    #[arg(long, default_value = "auto")]
+    pub(crate) sink: String,
+    /// discard | alsa:DEVICE
+    #[arg(long, default_value = "discard")]
+    pub(crate) audio_out: String,
+    /// The box's name, shown on the slate.
+    #[arg(long, default_value = "telebridge")]
+    pub(crate) name: String,
+    /// Re-encode what is shown and send it to this SRT URL, so that the first box can measure
+    /// the round trip A -> B -> A with its own clock.
+    #[arg(long)]
+    pub(crate) loop_to: Option<String>,
+    /// Print statistics once a second.
+    #[arg(long, value_enum)]
+    pub(crate) stats: Option<StatsFormat>,
+    /// Stop after this long (10s, 2m, ...).
+    #[arg(long, value_parser = crate::duration::parse)]
+    pub(crate) duration: Option<std::time::Duration>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// Configuration file (default /etc/telebridge/telebridge.toml when it exists).
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Simulate the hardware: test source, simulated GPIO (shown and pressed through
+    /// /api/sim/*), headless decoder sink; the panel on 127.0.0.1:8080 unless --http says.
+    #[arg(long)]
+    pub(crate) sim: bool,
+    /// Where the panel and API listen, ADDRESS:PORT (web.listen).
+    #[arg(long)]
+    pub(crate) http: Option<String>,
+    /// encoder | decoder (role).
+    #[arg(long)]
+    pub(crate) role: Option<String>,
+    /// The box's name (name).
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+    /// test | v4l2:/dev/videoN | libcamera (video.source).
+    #[arg(long)]
+    pub(crate) source: Option<String>,
+    /// An output (repeat for several); replaces the file's outputs.
+    #[arg(long = "output")]
+    pub(crate) outputs: Vec<String>,
+    /// The decoder's SRT input (decoder.input).
+    #[arg(long)]
+    pub(crate) input: Option<String>,
+    /// Go live at once (start_live).
+    #[arg(long)]
+    pub(crate) start_live: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RelayArgs {
+    /// srt://:PORT?mode=listener&latency=MS (or a caller or rendezvous URL).
+    #[arg(long)]
+    pub(crate) input: String,
+    /// srt://..., rtmp(s)://HOST/APP/KEY or file:/PATH.ts; repeat for several.
+    #[arg(long = "output", required = true)]
+    pub(crate) outputs: Vec<String>,
+    /// Buffer per output in kbit/s of stream it must hold for a second.
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) max_bitrate_kbps: u64,
+    /// Print statistics once a second.
+    #[arg(long, value_enum)]
+    pub(crate) stats: Option<StatsFormat>,
+    /// Stop after this long (10s, 2m, ...).
+    #[arg(long, value_parser = crate::duration::parse)]
+    pub(crate) duration: Option<std::time::Duration>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct EncodeArgs {
+    /// Configuration file to start from (flags override it); built-in defaults otherwise.
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
+    /// test | v4l2:/dev/videoN | libcamera
+    #[arg(long)]
+    pub(crate) source: Option<String>,
+    /// Encoded size, WIDTHxHEIGHT (e.g. 1280x720).
+    #[arg(long)]
+    pub(crate) size: Option<String>,
+    /// Frames per second.
+    #[arg(long)]
+    pub(crate) fps: Option<u32>,
+    /// Video bitrate in kbit/s.
+    #[arg(long)]
+    pub(crate) bitrate_kbps: Option<u32>,
+    /// Keyframe interval in ms.
+    #[arg(long)]
+    pub(crate) keyframe_ms: Option<u32>,
+    /// auto | v4l2h264enc | x264enc | openh264enc
+    #[arg(long)]
+    pub(crate) encoder: Option<String>,
+    /// x264 speed preset (ultrafast .. medium).
+    #[arg(long)]
+    pub(crate) x264_preset: Option<String>,
+    /// aac | none
+    #[arg(long)]
+    pub(crate) audio: Option<String>,
+    /// test | alsa:DEVICE
+    #[arg(long)]
+    pub(crate) audio_source: Option<String>,
+    /// srt://HOST:PORT?mode=caller|listener|rendezvous&latency=MS&passphrase=...&pbkeylen=16|24|32&streamid=...
+    /// Repeat for several outputs; replaces the file's outputs.
+    #[arg(long = "output")]
+    pub(crate) outputs: Vec<String>,
+    /// Print statistics once a second.
+    #[arg(long, value_enum)]
+    pub(crate) stats: Option<StatsFormat>,
+    /// Stop after this long (10s, 2m, ...).
+    #[arg(long, value_parser = crate::duration::parse)]
+    pub(crate) duration: Option<std::time::Duration>,
+}
