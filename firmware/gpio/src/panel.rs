@@ -24,6 +24,16 @@ pub enum Led {
 impl Led {
     /// All four, in array order.
     pub const ALL: [Led; 4] = [Led::Power, Led::Link, Led::Live, Led::Error];
+
+    /// The LED's name, as the API writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Led::Power => "power",
+            Led::Link => "link",
+            Led::Live => "live",
+            Led::Error => "error",
+        }
+    }
 }
 
 /// LEDs and a button on some pins.

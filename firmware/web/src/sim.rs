@@ -21,13 +21,10 @@ pub(crate) async fn sim_gpio(State(s): State<AppState>) -> Response {
         return error(StatusCode::NOT_FOUND, "no simulated GPIO");
     };
     let patterns = s.daemon.status().borrow().led_patterns;
-    let mut leds = serde_json::Map::new();
-    let mut shown = serde_json::Map::new();
-    for (i, led) in Led::ALL.iter().enumerate() {
-        let name = serde_json::to_value(led).unwrap_or_default().as_str().unwrap_or("").to_string();
-        leds.insert(name.clone(), json!(state.leds[i]));
-        shown.insert(name, serde_json::to_value(patterns[i]).unwrap_or_default());
-    }
+    let leds: std::collections::BTreeMap<&str, bool> =
+        Led::ALL.iter().enumerate().map(|(i, led)| (led.name(), state.leds[i])).collect();
+    let shown: std::collections::BTreeMap<&str, telebridge_gpio::LedPattern> =
+        Led::ALL.iter().enumerate().map(|(i, led)| (led.name(), patterns[i])).collect();
     let cable = s.daemon.sim_cable().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
     Json(json!({
         "backend": "sim",
