@@ -152,7 +152,7 @@ function renderStatus(s) {
     li.textContent = a;
     alerts.append(li);
   }
-  const running = ['going_live', 'live', 'degraded'].includes(state);
+  const running = s.running;
   const b = $('#live-button');
   b.textContent = running ? 'Stop' : 'Go live';
   b.className = `big ${running ? 'stop' : 'go'}`;
@@ -160,7 +160,7 @@ function renderStatus(s) {
   const m = s.media || {};
   const list = $('#outputs-list');
   list.textContent = '';
-  const links = m.outputs || (m.input ? [{ name: m.input.url, state: m.input.state, reason: m.input.reason }] : []);
+  const links = s.links || [];
   if (!links.length) list.innerHTML = '<li>Not running.</li>';
   for (const o of links) {
     const li = document.createElement('li');
@@ -206,7 +206,7 @@ function renderLeds(patterns) {
 }
 
 $('#live-button').addEventListener('click', async () => {
-  const running = lastStatus && ['going_live', 'live', 'degraded'].includes(lastStatus.machine.state);
+  const running = lastStatus && lastStatus.running;
   await api('POST', '/api/live', { live: !running });
   const st = await api('GET', '/api/status');
   if (st.status === 200) renderStatus(st.data);
@@ -225,6 +225,8 @@ function startEvents() {
     const d = JSON.parse(e.data);
     if (lastStatus) {
       lastStatus.media = d.media;
+      lastStatus.links = d.links;
+      lastStatus.running = d.running;
       lastStatus.led_patterns = d.leds;
       lastStatus.alerts = d.alerts;
       lastStatus.input = d.input;
@@ -379,7 +381,6 @@ const CHARTS = [
 let minutes = 5;
 let series = null; // { t: [], [key]: [] }
 let plots = [];
-let prevTotals = null;
 
 function chartWidth() { return Math.max(280, $('#page-link').clientWidth - 16); }
 
@@ -403,33 +404,25 @@ function redraw() {
   plots.forEach((p, i) => p.setData([series.t, ...CHARTS[i][2].map((l) => series[l[2]])]));
 }
 
+function pushRow(c) {
+  series.t.push(+c[0]); series.rtt_ms.push(+c[2]); series.send_mbps.push(+c[3]); series.receive_mbps.push(+c[4]);
+  series.lost.push(+c[5]); series.retransmitted.push(+c[6]); series.dropped.push(+c[7]); series.buffer_ms.push(+c[8]);
+}
+
 async function loadHistory() {
   const r = await fetch(`/api/stats.csv?minutes=${minutes}`, { credentials: 'same-origin' });
   if (r.status !== 200) return;
   const rows = (await r.text()).trim().split('\n').slice(1).map((l) => l.split(','));
   series = { t: [], rtt_ms: [], send_mbps: [], receive_mbps: [], lost: [], retransmitted: [], dropped: [], buffer_ms: [] };
-  for (const c of rows) {
-    series.t.push(+c[0]); series.rtt_ms.push(+c[2]); series.send_mbps.push(+c[3]); series.receive_mbps.push(+c[4]);
-    series.lost.push(+c[5]); series.retransmitted.push(+c[6]); series.dropped.push(+c[7]); series.buffer_ms.push(+c[8]);
-  }
+  for (const c of rows) pushRow(c);
   draw();
   $('#charts').dataset.points = series.t.length;
 }
 
 function appendSample(d) {
-  if (!series || current !== 'link') return;
-  const m = d.media || {};
-  const out = (m.outputs || []).find((o) => o.kind === 'srt');
-  const srt = out ? out.srt : m.input ? m.input.srt : null;
-  const totals = srt ? { lost: Math.max(srt.packets_lost, srt.packets_received_lost), retransmitted: srt.packets_retransmitted, dropped: srt.packets_dropped } : null;
-  const delta = (k) => (totals && prevTotals ? Math.max(0, totals[k] - prevTotals[k]) : 0);
-  series.t.push(Math.floor(Date.now() / 1000));
-  series.rtt_ms.push(srt ? srt.rtt_ms : 0);
-  series.send_mbps.push(srt ? srt.send_rate_mbps : 0);
-  series.receive_mbps.push(srt ? srt.receive_rate_mbps : 0);
-  series.lost.push(delta('lost')); series.retransmitted.push(delta('retransmitted')); series.dropped.push(delta('dropped'));
-  series.buffer_ms.push(srt ? srt.negotiated_latency_ms : 0);
-  prevTotals = totals;
+  if (!series || current !== 'link' || !d.row) return;
+  // The box's own history row for this second, as the CSV has it (per-second deltas included).
+  pushRow(d.row.split(','));
   const keep = minutes * 60;
   if (series.t.length > keep) for (const k of Object.keys(series)) series[k].splice(0, series[k].length - keep);
   redraw();

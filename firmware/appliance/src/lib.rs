@@ -25,5 +25,5 @@ pub use decoder_role::{run_decoder, DecodeOptions, DecodeSample, DecodeSampleCal
 pub use encoder_role::{run_encoder, select_encoder, EncoderCommand, RunOptions, SampleCallback};
 pub use error::AppError;
 pub use relay_role::{run_relay, RelayOptions, RelaySample, RelaySummary};
-pub use sample::MediaSample;
+pub use sample::{LinkView, MediaSample};
 pub use stats::{EncoderStats, StatsSample, Summary};

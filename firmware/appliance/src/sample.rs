@@ -33,7 +33,44 @@ pub struct Link<'a> {
     pub srt: &'a SrtStats,
 }
 
+/// A link's state, as an output's or an input's word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum LinkState {
+    /// An output's.
+    Output(OutputState),
+    /// The decoder's input's.
+    Input(InputState),
+}
+
+/// One link as the panel lists it: its name, its state and why it is not up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LinkView {
+    /// The output's name, or the input's URL (no secrets).
+    pub name: String,
+    /// Its state.
+    pub state: LinkState,
+    /// Why it is not up, in words.
+    pub reason: Option<String>,
+}
+
 impl MediaSample {
+    /// Every link, as the panel lists them.
+    pub fn link_views(&self) -> Vec<LinkView> {
+        match self {
+            MediaSample::Encoder(s) => s
+                .outputs
+                .iter()
+                .map(|o| LinkView { name: o.name.clone(), state: LinkState::Output(o.state), reason: o.reason.clone() })
+                .collect(),
+            MediaSample::Decoder(s) => vec![LinkView {
+                name: s.input.url.clone(),
+                state: LinkState::Input(s.input.state),
+                reason: s.input.reason.clone(),
+            }],
+        }
+    }
+
     /// How the links stand. A caller that lost its peer alternates between waiting (retrying)
     /// and calling again (connecting) until it is back: both count as retrying, so the state
     /// and the link LED say "retrying" for the whole outage, not only between attempts.
@@ -179,6 +216,9 @@ mod tests {
         assert_eq!(s.links(), Links { total: 3, connected: 1, connecting: 1, retrying: 1 });
         let alerts = s.alerts();
         assert_eq!(alerts, vec!["c: no answer from h:1 (retrying)".to_string()]);
+        let views = serde_json::to_value(s.link_views()).unwrap_or_default();
+        assert_eq!(views[2]["state"], "connecting");
+        assert_eq!(views[2]["reason"], "no answer from h:1");
     }
 
     #[test]

@@ -104,23 +104,32 @@ impl History {
         let mut out =
             String::from("unix_time,state,rtt_ms,send_mbps,receive_mbps,lost,retransmitted,dropped,buffer_ms,fps\n");
         for r in self.last(minutes) {
-            let _ = writeln!(
-                out,
-                "{},{},{:.1},{:.2},{:.2},{},{},{},{},{:.1}",
-                r.unix_s,
-                State::ALL[r.state as usize % State::ALL.len()].name(),
-                f64::from(r.rtt_100us) / 10.0,
-                f64::from(r.send_10k) / 100.0,
-                f64::from(r.recv_10k) / 100.0,
-                r.lost,
-                r.retransmitted,
-                r.dropped,
-                r.buffer_ms,
-                f64::from(r.fps_10) / 10.0
-            );
+            let _ = writeln!(out, "{}", line(&r));
         }
         out
     }
+
+    /// The newest row as a CSV line (the panel's graphs add it live, as they read the CSV).
+    pub fn latest_line(&self) -> Option<String> {
+        self.rows.lock().unwrap_or_else(|p| p.into_inner()).0.back().map(line)
+    }
+}
+
+/// One row as a CSV line.
+fn line(r: &Row) -> String {
+    format!(
+        "{},{},{:.1},{:.2},{:.2},{},{},{},{},{:.1}",
+        r.unix_s,
+        State::ALL[r.state as usize % State::ALL.len()].name(),
+        f64::from(r.rtt_100us) / 10.0,
+        f64::from(r.send_10k) / 100.0,
+        f64::from(r.recv_10k) / 100.0,
+        r.lost,
+        r.retransmitted,
+        r.dropped,
+        r.buffer_ms,
+        f64::from(r.fps_10) / 10.0
+    )
 }
 
 #[cfg(test)]
@@ -159,6 +168,7 @@ mod tests {
         assert_eq!(lines[1], "1000,live,42.3,4.12,0.00,0,0,0,200,30.0");
         assert_eq!(lines[2], "1001,live,42.3,4.12,0.00,3,4,0,200,30.0");
         assert_eq!(lines[3], "1002,ready,0.0,0.00,0.00,0,0,0,0,0.0");
+        assert_eq!(h.latest_line().as_deref(), Some(lines[3]));
     }
 
     #[test]

@@ -56,9 +56,10 @@ pub(crate) async fn events(
     State(s): State<AppState>,
 ) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
     let rx = s.daemon.status();
+    let history = s.history.clone();
     let stream = futures_util::stream::unfold(
-        (rx, None::<BoxState>, Instant::now()),
-        |(rx, last_state, last_sample)| async move {
+        (rx, history, None::<BoxState>, Instant::now()),
+        |(rx, history, last_state, last_sample)| async move {
             let mut last_state = last_state;
             let mut last_sample = last_sample;
             loop {
@@ -70,13 +71,16 @@ pub(crate) async fn events(
                 let state = st.machine.state;
                 if last_state != Some(state) {
                     let ev = SseEvent::default().event("state").json_data(&st.machine).unwrap_or_default();
-                    return Some((Ok(ev), (rx, Some(state), last_sample)));
+                    return Some((Ok(ev), (rx, history, Some(state), last_sample)));
                 }
                 if last_sample.elapsed() >= Duration::from_secs(1) {
                     last_sample = Instant::now();
-                    let data = json!({ "state": state, "leds": st.led_patterns, "media": st.media, "alerts": st.alerts, "input": st.input });
+                    let data = json!({
+                        "state": state, "running": st.running, "leds": st.led_patterns, "media": st.media,
+                        "links": st.links, "alerts": st.alerts, "input": st.input, "row": history.latest_line(),
+                    });
                     let ev = SseEvent::default().event("sample").json_data(&data).unwrap_or_default();
-                    return Some((Ok(ev), (rx, last_state, last_sample)));
+                    return Some((Ok(ev), (rx, history, last_state, last_sample)));
                 }
                 last_state = Some(state);
             }

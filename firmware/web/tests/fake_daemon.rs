@@ -65,6 +65,8 @@ fn status(state_name: &str) -> DaemonStatus {
         since_unix_ms: 0,
         gpio: "none",
         media: None,
+        running: false,
+        links: Vec::new(),
         uptime_s: 42,
         pending_restart: Vec::new(),
         screen: None,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use telebridge_config::{Role, ValidConfig};
 use telebridge_gpio::LedPattern;
 
-use crate::sample::MediaSample;
+use crate::sample::{LinkView, MediaSample};
 use crate::state::Machine;
 
 /// What the daemon is doing, for the API and the panel.
@@ -27,6 +27,10 @@ pub struct DaemonStatus {
     pub gpio: &'static str,
     /// The latest one-second sample of the running media (serialised as `--stats json` prints it).
     pub media: Option<MediaSample>,
+    /// Media runs (going live, live or degraded): the panel's button says Stop.
+    pub running: bool,
+    /// The links as the panel lists them (outputs, or the decoder's input).
+    pub links: Vec<LinkView>,
     /// Seconds since the daemon started.
     pub uptime_s: u64,
     /// Settings that were changed and wait for the next start.
