@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::soak::http;
+use crate::panel::http;
 
 fn state(port: u16, cookie: &str) -> String {
     let body = http(port, "GET", "/api/status", cookie, "").body;
@@ -30,33 +30,8 @@ pub fn run(quick: bool, binary: Option<PathBuf>) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("telebridge-golive-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let port = crate::free_udp_port()?;
-    let http_port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let config = dir.join("telebridge.toml");
-    std::fs::write(&config, format!("[web]\nsetup_code_file = \"{}\"\n", dir.join("setup.txt").display()))?;
-    let log = dir.join("daemon.log");
-    let mut daemon = Command::new(&bin)
-        .args(["run", "--sim", "--http", &format!("127.0.0.1:{http_port}"), "--config"])
-        .arg(&config)
-        .args(["--output", &format!("srt://127.0.0.1:{port}")])
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log)?)
-        .spawn()?;
-    let mut code = None;
-    for _ in 0..100 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        code = text.split("setup_code=").nth(1).map(|r| r.chars().take(9).collect::<String>());
-        if code.is_some() && http(http_port, "GET", "/healthz", "", "").status == 200 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let code = code.context("the daemon printed no setup code")?;
-    let body = format!(r#"{{"code":"{code}","password":"go live password"}}"#);
-    let setup = http(http_port, "POST", "/api/setup", "", &body);
-    anyhow::ensure!(setup.status == 200, "setup answered {}", setup.status);
-    let cookie = setup.cookie.context("no session cookie")?;
+    let started = crate::panel::start(&bin, &dir, &["--output".into(), format!("srt://127.0.0.1:{port}")])?;
+    let (mut daemon, http_port, cookie) = (started.child, started.port, started.cookie);
     // What a box does between its start and the first press (a person is not that fast).
     std::thread::sleep(Duration::from_secs(3));
 

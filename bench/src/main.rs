@@ -7,6 +7,7 @@
 mod fanout;
 mod golive;
 mod idle;
+mod panel;
 mod plot;
 mod reader;
 mod rtmp_srt;

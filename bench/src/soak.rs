@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,46 +19,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use linkemu::{Impairment, Profiles};
 
+use crate::panel::http;
+
 /// SRT latency: 4 x the profile's RTT.
 const LATENCY_MS: u32 = 600;
 /// Memory is compared from this minute on: the first fill their caches and buffers.
 const WARM_UP_MIN: usize = 2;
-
-/// What one HTTP request got back.
-#[derive(Debug, Default)]
-pub struct Reply {
-    /// The status (0: no answer).
-    pub status: u16,
-    /// The body.
-    pub body: Vec<u8>,
-    /// The session cookie it set, if any (`name=value`).
-    pub cookie: Option<String>,
-}
-
-/// One HTTP/1.1 request to the panel on loopback, as a script sends it.
-pub fn http(port: u16, method: &str, path: &str, cookie: &str, body: &str) -> Reply {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return Reply::default() };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nX-Telebridge-Csrf: 1\r\n\
-         Cookie: {cookie}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    if s.write_all(req.as_bytes()).is_err() {
-        return Reply::default();
-    }
-    let mut resp = Vec::new();
-    let _ = s.read_to_end(&mut resp);
-    let head_end = resp.windows(4).position(|w| w == b"\r\n\r\n").map_or(resp.len(), |p| p + 4);
-    let head = String::from_utf8_lossy(&resp[..head_end]).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let cookie = head.lines().find_map(|l| {
-        l.to_ascii_lowercase()
-            .starts_with("set-cookie:")
-            .then(|| l[11..].trim().split(';').next().unwrap_or("").to_string())
-    });
-    Reply { status, body: resp[head_end..].to_vec(), cookie }
-}
 
 /// Open files of a process.
 fn fds(pid: u32) -> usize {
@@ -159,33 +125,9 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool, minutes: u64) -> anyh
     )
     .await?;
 
-    let http_port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let config = dir.join("telebridge.toml");
-    std::fs::write(&config, format!("[web]\nsetup_code_file = \"{}\"\n", dir.join("setup.txt").display()))?;
-    let log = dir.join("daemon.log");
-    let mut daemon = Command::new(&bin)
-        .args(["run", "--sim", "--start-live", "--http", &format!("127.0.0.1:{http_port}"), "--config"])
-        .arg(&config)
-        .args(["--output", &format!("srt://127.0.0.1:{}?latency={LATENCY_MS}", relay.listen.port())])
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log)?)
-        .spawn()?;
-    let mut code = None;
-    for _ in 0..100 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        code = text.split("setup_code=").nth(1).map(|r| r.chars().take(9).collect::<String>());
-        if code.is_some() && http(http_port, "GET", "/healthz", "", "").status == 200 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let code = code.context("the daemon printed no setup code")?;
-    let body = format!(r#"{{"code":"{code}","password":"soak test password"}}"#);
-    let setup = http(http_port, "POST", "/api/setup", "", &body);
-    anyhow::ensure!(setup.status == 200, "setup answered {}", setup.status);
-    let cookie = setup.cookie.context("setup set no session cookie")?;
+    let output = format!("srt://127.0.0.1:{}?latency={LATENCY_MS}", relay.listen.port());
+    let started = crate::panel::start(&bin, &dir, &["--start-live".into(), "--output".into(), output])?;
+    let (mut daemon, http_port, cookie) = (started.child, started.port, started.cookie);
 
     let panel = Arc::new(Panel::default());
     let stop = Arc::new(AtomicBool::new(false));
