@@ -1,5 +1,6 @@
 //! The owner's account: first-run setup with the code, log in and out, the password change.
 
+use std::net::IpAddr;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
@@ -104,6 +105,29 @@ async fn set_password(s: &AppState, password: String) -> Result<(), Response> {
     s.store.replace(c).await.map(|_| ()).map_err(|e| ApiError::from(e).into_response())
 }
 
+/// Checks `password` against the box's for `attempt`: `Ok` when right (the caller ends the
+/// attempt), `Err(None)` when wrong (counted against `ip`), `Err(Some(answer))` when the box
+/// could not check it now (not counted: no answer is not a wrong password).
+async fn check(
+    s: &AppState,
+    ip: IpAddr,
+    attempt: auth::Attempt,
+    password: String,
+) -> Result<auth::Attempt, Option<Response>> {
+    if password.chars().count() > auth::MAX_PASSWORD {
+        attempt.failed(Instant::now());
+        return Err(None);
+    }
+    match s.checker.verify(password, s.store.file().web.password_hash).await {
+        Some(true) => Ok(attempt),
+        Some(false) => {
+            attempt.failed(Instant::now());
+            Err(None)
+        }
+        None => Err(Some(refused(ip, auth::Refusal::Busy))),
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LoginBody {
@@ -122,14 +146,14 @@ pub(crate) async fn login(State(s): State<AppState>, req: Request) -> Response {
     let Some(Json(body)) = json_body::<LoginBody>(req).await else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"password\": \"...\"}");
     };
-    let hash = s.store.file().web.password_hash;
-    let ok = body.password.chars().count() <= auth::MAX_PASSWORD && s.checker.verify(body.password, hash).await;
-    if !ok {
-        attempt.failed(Instant::now());
-        warn!(%ip, "wrong password");
-        return error(StatusCode::UNAUTHORIZED, "wrong password");
+    match check(&s, ip, attempt, body.password).await {
+        Ok(attempt) => attempt.succeeded(),
+        Err(None) => {
+            warn!(%ip, "wrong password");
+            return error(StatusCode::UNAUTHORIZED, "wrong password");
+        }
+        Err(Some(busy)) => return busy,
     }
-    attempt.succeeded();
     let token = s.auth.new_session(Instant::now());
     ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
 }
@@ -159,13 +183,11 @@ pub(crate) async fn change_password(State(s): State<AppState>, req: Request) -> 
     let Some(Json(body)) = json_body::<PasswordBody>(req).await else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"current\": \"...\", \"new\": \"...\"}");
     };
-    let hash = s.store.file().web.password_hash;
-    let current_ok = body.current.chars().count() <= auth::MAX_PASSWORD && s.checker.verify(body.current, hash).await;
-    if !current_ok {
-        attempt.failed(Instant::now());
-        return error(StatusCode::FORBIDDEN, "current: wrong password");
+    match check(&s, ip, attempt, body.current).await {
+        Ok(attempt) => attempt.succeeded(),
+        Err(None) => return error(StatusCode::FORBIDDEN, "current: wrong password"),
+        Err(Some(busy)) => return busy,
     }
-    attempt.succeeded();
     if let Some(r) = password_rule("new", &body.new) {
         return r;
     }

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{PasswordHash, SaltString};
 use argon2::Argon2;
 use rand_core::{OsRng, RngCore};
 
@@ -135,17 +135,6 @@ pub fn new_setup_code() -> String {
     format!("{:04}-{:04}", n / 10_000, n % 10_000)
 }
 
-/// The argon2id hash of `password` (PHC string).
-pub fn hash_password(password: &str) -> Result<String, String> {
-    let salt = SaltString::generate(&mut OsRng);
-    Argon2::default().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| e.to_string())
-}
-
-/// Whether `password` matches `hash`.
-pub fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
-}
-
 impl Auth {
     /// With the setup code to ask for, while no password is set.
     pub fn new(setup_code: Option<String>) -> Self {
@@ -218,7 +207,8 @@ impl Auth {
     }
 
     /// When `ip` is locked out: how long it must still wait.
-    pub fn locked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+    #[cfg(test)]
+    fn locked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
         let i = self.lock();
         i.locked_until.get(&ip).filter(|until| **until > now).map(|until| *until - now)
     }
@@ -370,13 +360,12 @@ impl Checker {
         Self { jobs }
     }
 
-    /// Whether `password` matches `hash` (false when the checker cannot take the job).
-    pub async fn verify(&self, password: String, hash: String) -> bool {
+    /// Whether `password` matches `hash`; `None` when the checker could not take the job (as
+    /// many checks as it keeps are waiting), which is no answer, not a wrong password.
+    pub async fn verify(&self, password: String, hash: String) -> Option<bool> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        if self.jobs.try_send(Job::Verify { password, hash, reply }).is_err() {
-            return false;
-        }
-        answer.await.unwrap_or(false)
+        self.jobs.try_send(Job::Verify { password, hash, reply }).ok()?;
+        answer.await.ok()
     }
 
     /// The argon2id hash of `password`.
@@ -389,7 +378,19 @@ impl Checker {
 
 #[cfg(test)]
 mod tests {
+    use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+
     use super::*;
+
+    /// argon2's own functions: the reference the reused-buffer checker must agree with.
+    fn hash_password(password: &str) -> Result<String, String> {
+        let salt = SaltString::generate(&mut OsRng);
+        Argon2::default().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| e.to_string())
+    }
+
+    fn verify_password(password: &str, hash: &str) -> bool {
+        PasswordHash::new(hash).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+    }
 
     #[test]
     fn passwords_hash_and_verify() {
@@ -476,16 +477,16 @@ mod tests {
         let c = Checker::start();
         let h = c.hash("correct horse".into()).await.unwrap();
         assert!(h.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{h}");
-        assert!(c.verify("correct horse".into(), h.clone()).await);
-        assert!(!c.verify("wrong horse".into(), h.clone()).await);
+        assert_eq!(c.verify("correct horse".into(), h.clone()).await, Some(true));
+        assert_eq!(c.verify("wrong horse".into(), h.clone()).await, Some(false));
         // The reused buffer gives the same answers as argon2's own functions.
         assert!(verify_password("correct horse", &h));
         let theirs = hash_password("battery staple").unwrap();
-        assert!(c.verify("battery staple".into(), theirs).await);
-        assert!(!c.verify("x".into(), "not a hash".into()).await);
+        assert_eq!(c.verify("battery staple".into(), theirs).await, Some(true));
+        assert_eq!(c.verify("x".into(), "not a hash".into()).await, Some(false));
         // A hash asking for more memory than allowed is refused, not computed.
         let greedy = "$argon2id$v=19$m=1048576,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA";
-        assert!(!c.verify("x".into(), greedy.into()).await);
+        assert_eq!(c.verify("x".into(), greedy.into()).await, Some(false));
     }
 
     #[test]
