@@ -223,7 +223,7 @@ fn start_loop(url: &SrtUrl) -> Result<Loop, AppError> {
     let fanout = TsFanout::default();
     let pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
     let output = Arc::new(
-        SrtOutput::start("loop".into(), url.clone(), 1024 * 1024, pipeline.keyframe_requester())
+        SrtOutput::start("loop".into(), url.clone(), pipeline.keyframe_requester())
             .map_err(|e| AppError::BadInput(e.to_string()))?,
     );
     let o = output.clone();

@@ -31,7 +31,7 @@ impl Output {
     ) -> Result<Self, AppError> {
         Ok(match spec {
             OutputSpec::Srt(url) => Output::Srt(
-                SrtOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe)
+                SrtOutput::start(name.to_string(), url.clone(), keyframe)
                     .map_err(|e| AppError::BadInput(e.to_string()))?,
             ),
             OutputSpec::Rtmp(url) => {

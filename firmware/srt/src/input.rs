@@ -1,18 +1,22 @@
-//! One SRT input: `srtsrc ! appsink`, in a pipeline and a thread of its own. It hands each TS
-//! buffer to a consumer, restarts with capped backoff when the connection ends, and publishes an
-//! [`InputStatus`]: whether a stream is arriving, why not, and the receiver's counters.
+//! One SRT input on libsrt, in a thread of its own: a listener for one sender, a caller or a
+//! rendezvous. It reads each message with `srt_recvmsg2`, hands it to a consumer (the decoder's
+//! `appsrc`, the relay's outputs), restarts with capped backoff when the connection ends, and
+//! publishes an [`InputStatus`]: whether a stream is arriving, why not, and libsrt's receiver
+//! counters (drops, receive buffer) beside our own TS continuity check.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use gst::prelude::*;
 use serde::Serialize;
 use telebridge_config::{SrtMode, SrtUrl};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use crate::connect::{dial, peer_label};
+use crate::ffi::SRT_REJX_CONFLICT;
+use crate::output::LISTEN_BACKLOG;
 use crate::reject::rejected_since;
+use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, SockState, Socket, SrtError};
 use crate::supervisor::{Attempt, Control, Job, Supervisor};
 use crate::ts_check::ContinuityCheck;
 use crate::{Backoff, SrtStats};
@@ -60,12 +64,9 @@ pub struct InputStatus {
 /// Why an input could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    /// `srtsrc` is missing.
-    #[error("GStreamer element srtsrc is missing: install gstreamer1.0-plugins-bad")]
-    NoSrtSrc,
-    /// GStreamer refused to build the pipeline.
-    #[error("GStreamer: {0}")]
-    Gst(String),
+    /// Its thread could not be started.
+    #[error("cannot start the input's thread: {0}")]
+    Thread(String),
 }
 
 /// Receives each TS buffer.
@@ -78,56 +79,9 @@ pub struct SrtInput {
     supervisor: Supervisor,
 }
 
-struct Shared {
-    last_data: Mutex<Option<Instant>>,
-    bytes: AtomicU64,
-    cc: Mutex<ContinuityCheck>,
-}
-
 impl SrtInput {
     /// Starts receiving from `url`; every TS buffer goes to `consumer`.
     pub fn start(url: SrtUrl, consumer: TsConsumer) -> Result<Self, InputError> {
-        let pipeline = gst::Pipeline::with_name("srt-input");
-        let src = gst::ElementFactory::make("srtsrc")
-            .name("srt")
-            .property("uri", url.uri_without_secret())
-            .property("auto-reconnect", false)
-            .property("keep-listening", false)
-            .property("wait-for-connection", true)
-            // libsrt's epoll wait must return now and then: with the default (-1, forever) a
-            // caller that is connected but silent keeps the streaming thread from ever seeing a
-            // stop, and the input cannot restart.
-            .property("poll-timeout", 100i32)
-            .build()
-            .map_err(|_| InputError::NoSrtSrc)?;
-        if let Some(pass) = &url.passphrase {
-            src.set_property("passphrase", pass.expose());
-        }
-        let sink = gst_app::AppSink::builder().name("ts").sync(false).async_(false).max_buffers(256).drop(true).build();
-        pipeline.add_many([&src, sink.upcast_ref()]).map_err(|e| InputError::Gst(e.to_string()))?;
-        src.link(&sink).map_err(|e| InputError::Gst(e.to_string()))?;
-        let shared = Arc::new(Shared {
-            last_data: Mutex::new(None),
-            bytes: AtomicU64::new(0),
-            cc: Mutex::new(ContinuityCheck::default()),
-        });
-        let s = shared.clone();
-        sink.set_callbacks(
-            gst_app::AppSinkCallbacks::builder()
-                .new_sample(move |sink| {
-                    let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
-                    if let Some(buffer) = sample.buffer_owned() {
-                        *s.last_data.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-                        s.bytes.fetch_add(buffer.size() as u64, Ordering::Relaxed);
-                        if let Ok(map) = buffer.map_readable() {
-                            s.cc.lock().unwrap_or_else(|p| p.into_inner()).feed(map.as_slice());
-                        }
-                        consumer(&buffer);
-                    }
-                    Ok(gst::FlowSuccess::Ok)
-                })
-                .build(),
-        );
         let initial = InputStatus {
             url: url.to_string(),
             state: if url.mode == SrtMode::Listener { InputState::Listening } else { InputState::Connecting },
@@ -146,9 +100,17 @@ impl SrtInput {
         } else {
             Backoff::default()
         };
-        let worker = Worker { pipeline, src, url, status: status_tx, shared };
+        let worker = Worker {
+            url,
+            status: status_tx,
+            consumer,
+            cc: ContinuityCheck::default(),
+            bytes: 0,
+            last_data: None,
+            sender: Arc::new(Mutex::new(SenderSlot::default())),
+        };
         let supervisor =
-            Supervisor::spawn("srt-in".into(), backoff, worker).map_err(|e| InputError::Gst(e.to_string()))?;
+            Supervisor::spawn("srt-in".into(), backoff, worker).map_err(|e| InputError::Thread(e.to_string()))?;
         Ok(Self { status: status_rx, supervisor })
     }
 
@@ -167,27 +129,52 @@ impl SrtInput {
     }
 }
 
-struct Worker {
-    pipeline: gst::Pipeline,
-    src: gst::Element,
-    url: SrtUrl,
-    status: watch::Sender<InputStatus>,
-    shared: Arc<Shared>,
+/// Data older than this means the stream has stopped arriving: the sender is gone (or the
+/// network is down), and the input listens or calls again rather than wait for libsrt's own
+/// timeout (5 s or more).
+pub const STALE: Duration = Duration::from_millis(500);
+
+/// Whether a listening input has a sender, and when it last delivered: what its listen hook
+/// needs to turn a second sender away while the first one is alive.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SenderSlot {
+    /// A sender is connected.
+    pub connected: bool,
+    /// When data last arrived from it.
+    pub last_data: Option<Instant>,
 }
 
-/// Data older than this means the stream has stopped arriving.
-const STALE: Duration = Duration::from_millis(500);
+impl SenderSlot {
+    /// Whether a new caller may come in at `now`: when nobody sends, or when the sender has
+    /// been silent past [`STALE`] (a sender that restarted calls before its old connection
+    /// has timed out). A second live sender is refused: the input plays one stream.
+    pub fn admits(&self, now: Instant) -> bool {
+        !self.connected || self.last_data.is_none_or(|t| now.saturating_duration_since(t) > STALE)
+    }
+}
+
+struct Worker {
+    url: SrtUrl,
+    status: watch::Sender<InputStatus>,
+    consumer: TsConsumer,
+    cc: ContinuityCheck,
+    bytes: u64,
+    last_data: Option<Instant>,
+    sender: Arc<Mutex<SenderSlot>>,
+}
 
 impl Job for Worker {
     fn attempt(&mut self, control: &Control, attempts: &mut u32) -> Attempt {
-        let started = Instant::now();
-        self.shared.cc.lock().unwrap_or_else(|p| p.into_inner()).reset();
-        let ended = if self.pipeline.set_state(gst::State::Playing).is_err() {
-            Some("cannot start the SRT receiver".to_string())
-        } else {
-            self.watch(control, started, attempts)
+        self.cc.reset();
+        let ended = match self.url.mode {
+            SrtMode::Listener => self.listen(control, attempts),
+            SrtMode::Caller | SrtMode::Rendezvous => match dial(&self.url, control) {
+                Ok(Some((sock, _))) => self.receive(control, attempts, &sock, None),
+                Ok(None) => None,
+                Err(reason) => Some(reason),
+            },
         };
-        let _ = self.pipeline.set_state(gst::State::Null);
+        *self.sender.lock().unwrap_or_else(|p| p.into_inner()) = SenderSlot::default();
         match ended {
             Some(reason) => Attempt::Failed(reason),
             None => Attempt::Stopped,
@@ -204,99 +191,180 @@ impl Job for Worker {
     }
 
     fn stopped(&mut self) {
-        let _ = self.pipeline.set_state(gst::State::Null);
         self.status.send_modify(|s| s.state = InputState::Stopped);
     }
 }
 
 impl Worker {
-    /// Watches one connection; `None` when stopped on request, else why it ended.
-    fn watch(&self, control: &Control, started: Instant, attempt: &mut u32) -> Option<String> {
-        let bus = self.pipeline.bus()?;
-        let listener = self.url.mode == SrtMode::Listener;
-        let mut was_receiving = false;
-        let mut last_reject_check = started;
-        let mut reject_reason: Option<String> = None;
+    /// Listens for one sender; `None` when stopped, else why the connection ended.
+    fn listen(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
+        let slot = self.sender.clone();
+        let setup = || -> Result<(Socket, ListenHookGuard), SrtError> {
+            let sock = Socket::new()?;
+            sock.configure(&self.url)?;
+            let hook = sock.set_listen_hook(Arc::new(move |_: &str, _| {
+                if slot.lock().unwrap_or_else(|p| p.into_inner()).admits(Instant::now()) {
+                    Admit::Accept(None)
+                } else {
+                    Admit::Reject(SRT_REJX_CONFLICT)
+                }
+            }))?;
+            let addr = local_bind(&self.url, None)?.ok_or_else(|| SrtError { code: -1, text: "no port".into() })?;
+            sock.bind_listener(&addr)?;
+            sock.listen(LISTEN_BACKLOG)?;
+            Ok((sock, hook))
+        };
+        let (listener, _hook) = match setup() {
+            Ok(x) => x,
+            Err(e) => return Some(format!("cannot listen on port {}: {e}", self.url.port)),
+        };
+        let started = Instant::now();
+        let mut reject: Option<String> = None;
+        let mut last_check = started;
         loop {
-            if control.stop_within(Duration::from_millis(200)) {
+            if let Ok(Some((sock, addr))) = listener.accept() {
+                info!(input = %self.url.label(), sender = %addr.map(|a| a.to_string()).unwrap_or_default(), "SRT sender connected");
+                return self.receive(control, attempt, &sock, Some(&listener));
+            }
+            if control.stop_within(Duration::from_millis(20)) {
                 return None;
             }
-            while let Some(msg) = bus.pop() {
-                match msg.view() {
-                    gst::MessageView::Error(err) => {
-                        let text = err.error().to_string();
-                        return Some(match rejected_since(started) {
-                            Some(r) => r.to_string(),
-                            None if was_receiving => format!("the sender went away: {text}"),
-                            None => format!("cannot connect to {}: {text}", self.peer()),
-                        });
+            if last_check.elapsed() >= TICK {
+                if let Some(r) = rejected_since(last_check) {
+                    warn!(input = %self.url.label(), reason = %r, "SRT connection rejected");
+                    reject = Some(r.to_string());
+                }
+                last_check = Instant::now();
+                let reason = reject.clone().unwrap_or_else(|| format!("no caller yet on port {}", self.url.port));
+                self.status.send_modify(|s| {
+                    s.state = InputState::Listening;
+                    s.reason = Some(reason);
+                    s.last_data_ms_ago = self.last_data.map(|t| t.elapsed().as_millis() as u64);
+                });
+            }
+        }
+    }
+
+    /// Receives from `sock` until the sender goes; `None` when stopped. A listening input
+    /// passes its `listener`: a sender that calls again while its old connection is silent
+    /// takes over at once.
+    fn receive(
+        &mut self,
+        control: &Control,
+        attempt: &mut u32,
+        first: &Socket,
+        listener: Option<&Socket>,
+    ) -> Option<String> {
+        let mut replaced: Option<Socket> = None;
+        let epoll = match Epoll::new().and_then(|e| e.add(first).map(|_| e)) {
+            Ok(e) => e,
+            Err(e) => return Some(format!("cannot watch the connection: {e}")),
+        };
+        if let Some(l) = listener {
+            let _ = epoll.add(l);
+        }
+        let connected = Instant::now();
+        self.slot(|s| *s = SenderSlot { connected: true, last_data: Some(connected) });
+        let mut buf = vec![0u8; 1500];
+        let mut receiving = false;
+        let mut last_tick = connected;
+        loop {
+            if control.stop_within(Duration::ZERO) {
+                return None;
+            }
+            let current = replaced.as_ref().unwrap_or(first).id();
+            for ready in epoll.wait(WAIT) {
+                if Some(ready.socket) == listener.map(Socket::id) {
+                    if let Some(l) = listener {
+                        if let Ok(Some((new, addr))) = l.accept() {
+                            // The hook let it in: the old sender is silent. The new one takes over.
+                            info!(input = %self.url.label(), sender = %addr.map(|a| a.to_string()).unwrap_or_default(), "SRT sender replaced a silent one");
+                            epoll.remove_id(current);
+                            let _ = epoll.add(&new);
+                            self.cc.reset();
+                            replaced = Some(new);
+                        }
                     }
-                    gst::MessageView::Eos(_) => return Some("the sender closed the connection".into()),
-                    _ => {}
+                    continue;
                 }
             }
-            if let Some(r) = rejected_since(last_reject_check) {
-                warn!(input = %self.url.label(), reason = %r, "SRT connection rejected");
-                reject_reason = Some(r.to_string());
+            let sock = replaced.as_ref().unwrap_or(first);
+            while let Ok(Some(n)) = sock.recv(&mut buf) {
+                self.deliver(&buf[..n]);
             }
-            last_reject_check = Instant::now();
-            let last = *self.shared.last_data.lock().unwrap_or_else(|p| p.into_inner());
-            let since = last.map(|t| t.elapsed());
-            let receiving = since.is_some_and(|d| d < STALE) && last.is_some_and(|t| t >= started);
-            if receiving && !was_receiving {
+            let now = Instant::now();
+            let fresh = self.last_data.is_some_and(|t| t >= connected && now.duration_since(t) < STALE);
+            if fresh && !receiving {
                 info!(input = %self.url.label(), "SRT input receiving");
                 *attempt = 0;
-                reject_reason = None;
             }
-            if was_receiving && !receiving {
-                // The sender stopped sending (gone, or the network is down): listen or call again
-                // rather than wait for libsrt's 5 s timeout.
-                return Some(format!("no data for {} ms", STALE.as_millis()));
+            if receiving && !fresh {
+                return Some(format!("no data for {} ms: the sender went away", STALE.as_millis()));
             }
-            if !receiving
-                && !listener
-                && started.elapsed()
-                    > self.url.connect_timeout.unwrap_or(Duration::from_secs(3)) + Duration::from_secs(1)
-            {
-                return Some(
-                    reject_reason.unwrap_or_else(|| format!("no answer from {} (is the sender running?)", self.peer())),
-                );
+            if sock.state() != SockState::Connected {
+                return Some(if receiving {
+                    "the sender closed the connection".into()
+                } else {
+                    "the sender connected and left without sending".into()
+                });
             }
-            was_receiving = receiving;
-            let conns = SrtStats::read(&self.src);
-            let (cc_errors, not_ts) = {
-                let cc = self.shared.cc.lock().unwrap_or_else(|p| p.into_inner());
-                (cc.errors, cc.not_ts)
-            };
+            receiving = fresh;
+            if now.duration_since(last_tick) < TICK {
+                continue;
+            }
+            last_tick = now;
+            let st = sock.stats().map(|p| SrtStats::from_perf(&p));
+            let reason = if receiving { None } else { Some(format!("{} connected; waiting for data", self.peer())) };
             self.status.send_modify(|s| {
-                s.state = if receiving {
-                    InputState::Receiving
-                } else if listener {
-                    InputState::Listening
-                } else {
-                    InputState::Connecting
-                };
-                s.reason = if receiving {
-                    None
-                } else if let Some(r) = &reject_reason {
-                    Some(r.clone())
-                } else if listener {
-                    Some(format!("no caller yet on port {}", self.url.port))
-                } else {
-                    Some(format!("calling {}", self.peer()))
-                };
-                if let Some((_, st)) = conns.first() {
-                    s.srt = st.clone();
+                s.state = if receiving { InputState::Receiving } else { InputState::Connecting };
+                s.reason = reason;
+                if let Some(st) = st {
+                    s.srt = st;
                 }
-                s.ts_continuity_errors = cc_errors;
-                s.not_ts_packets = not_ts;
-                s.bytes = self.shared.bytes.load(Ordering::Relaxed);
-                s.last_data_ms_ago = since.map(|d| d.as_millis() as u64);
+                s.ts_continuity_errors = self.cc.errors;
+                s.not_ts_packets = self.cc.not_ts;
+                s.bytes = self.bytes;
+                s.last_data_ms_ago = self.last_data.map(|t| now.duration_since(t).as_millis() as u64);
             });
         }
     }
 
+    fn deliver(&mut self, data: &[u8]) {
+        let now = Instant::now();
+        self.last_data = Some(now);
+        self.bytes += data.len() as u64;
+        self.cc.feed(data);
+        self.slot(|s| s.last_data = Some(now));
+        (self.consumer)(&gst::Buffer::from_slice(data.to_vec()));
+    }
+
+    fn slot(&self, f: impl FnOnce(&mut SenderSlot)) {
+        f(&mut self.sender.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+
     fn peer(&self) -> String {
-        format!("{}:{}", self.url.host.as_deref().unwrap_or("*"), self.url.port)
+        peer_label(&self.url)
+    }
+}
+
+/// How often the status is refreshed.
+const TICK: Duration = Duration::from_millis(200);
+/// How long the thread waits on its sockets before looking at the time and at a stop.
+const WAIT: Duration = Duration::from_millis(50);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_sender_is_refused_while_the_first_sends_and_let_in_when_it_is_silent() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        assert!(SenderSlot::default().admits(t0), "nobody sends");
+        let slot = SenderSlot { connected: true, last_data: Some(t0) };
+        assert!(!slot.admits(ms(100)));
+        assert!(!slot.admits(ms(500)), "exactly at STALE: not yet");
+        assert!(slot.admits(ms(501)), "silent past STALE: a restarted sender takes over");
+        assert!(SenderSlot { connected: true, last_data: None }.admits(t0));
     }
 }

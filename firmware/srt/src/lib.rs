@@ -1,11 +1,15 @@
-//! SRT for Telebridge, through libsrt (the reference implementation) inside GStreamer's
-//! `srtsink`/`srtsrc`: element options from [`telebridge_config::SrtUrl`], statistics,
-//! the reconnect policy and the reasons libsrt gives when it rejects a connection.
+//! SRT for Telebridge, on the system libsrt (the reference implementation) directly: callers,
+//! rendezvous and listeners that serve any number of callers, both directions on one
+//! connection, libsrt's full statistics, the reconnect policy and the reasons libsrt gives when
+//! it rejects a connection. Options come from [`telebridge_config::SrtUrl`].
 
 pub mod backoff;
+pub mod connect;
+pub mod ffi;
 pub mod input;
 pub mod output;
 pub mod reject;
+pub mod socket;
 pub mod stats;
 pub mod supervisor;
 pub mod ts_check;

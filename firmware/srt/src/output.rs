@@ -1,22 +1,24 @@
-//! One SRT output: `appsrc ! srtsink`, in a pipeline and a thread of its own.
+//! One SRT output on libsrt: a caller, a rendezvous, or a listener serving any number of callers.
 //!
-//! The encoder hands it TS buffers with [`SrtOutput::push`], which never blocks: the `appsrc` is
-//! a bounded queue that drops its oldest data when the link cannot keep up. The thread owns the
-//! pipeline, watches its bus and statistics, publishes an [`OutputStatus`] on a `watch`, and when
-//! the connection fails it retries with capped backoff without touching the encoder.
+//! The encoder hands it TS buffers with [`SrtOutput::push`], which never blocks: each 1316-byte
+//! piece goes straight into every connection's libsrt send buffer (no queue, pipeline or copy
+//! of ours per connection). The output's own thread waits on all its sockets with one libsrt
+//! epoll: it accepts callers, notices the ones that leave, reads what a peer sends back, reads
+//! libsrt's statistics and publishes an [`OutputStatus`] on a `watch`; when the connection
+//! fails it retries with capped backoff without touching the encoder.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use gst::prelude::*;
 use serde::Serialize;
 use telebridge_config::{SrtMode, SrtUrl};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::reject::rejected_since;
-use crate::reject::RejectLog;
+use crate::connect::{dial, peer_label};
+use crate::reject::{rejected_since, RejectLog};
+use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, SockState, Socket, SrtError};
 use crate::stats::LifeTotals;
 use crate::supervisor::{Attempt, Control, Job, Supervisor};
 use crate::{Backoff, SrtStats};
@@ -91,21 +93,16 @@ impl OutputStatus {
 /// Why an output could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
-    /// `srtsink` is missing.
-    #[error("GStreamer element srtsink is missing: install gstreamer1.0-plugins-bad")]
-    NoSrtSink,
-    /// GStreamer refused to build the pipeline.
-    #[error("GStreamer: {0}")]
-    Gst(String),
+    /// Its thread could not be started.
+    #[error("cannot start the output's thread: {0}")]
+    Thread(String),
 }
 
 /// A running SRT output.
 #[derive(Debug)]
 pub struct SrtOutput {
     name: String,
-    appsrc: gst_app::AppSrc,
-    queue_bytes: u64,
-    dropped: Arc<AtomicU64>,
+    shared: Arc<Shared>,
     status: watch::Receiver<OutputStatus>,
     supervisor: Supervisor,
 }
@@ -165,77 +162,107 @@ impl PeerWatch {
     }
 }
 
+/// Room for callers whose handshakes reach a listener at the same moment (libsrt's backlog).
+/// GStreamer's `srtsink` listens with 1, which turned simultaneous callers away.
+pub const LISTEN_BACKLOG: i32 = 128;
+
+/// The most a TS buffer is cut into for one SRT message: seven 188-byte packets, what
+/// srt-live-transmit, ffmpeg and GStreamer send.
+pub const MESSAGE_BYTES: usize = 1316;
+
+/// A connection the fan-out sends to.
+#[derive(Debug)]
+struct Conn {
+    socket: Socket,
+    /// The peer's address, for a listener's per-caller figures.
+    addr: Option<String>,
+}
+
+/// What the encoder's thread and the output's own thread share: the connected sockets.
+#[derive(Debug, Default)]
+struct Shared {
+    conns: RwLock<Vec<Arc<Conn>>>,
+    dropped: AtomicU64,
+}
+
+impl Shared {
+    fn conns(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Conn>>> {
+        self.conns.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn add(&self, c: Arc<Conn>) {
+        self.conns.write().unwrap_or_else(|p| p.into_inner()).push(c);
+    }
+
+    fn remove(&self, id: i32) -> Option<Arc<Conn>> {
+        let mut g = self.conns.write().unwrap_or_else(|p| p.into_inner());
+        let i = g.iter().position(|c| c.socket.id() == id)?;
+        Some(g.remove(i))
+    }
+
+    fn clear(&self) {
+        self.conns.write().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// Receives what a peer sends back on an output's connection (both directions on one socket).
+pub type Receiver = Arc<dyn Fn(&[u8]) + Send + Sync>;
+
 impl SrtOutput {
-    /// Starts an output. `queue_bytes` bounds its queue (about a second of stream is right);
-    /// `on_peer_joined` is called when a peer connects, to ask the encoder for a keyframe.
-    pub fn start(
+    /// Starts an output. `on_peer_joined` is called when a peer connects, to ask the encoder
+    /// for a keyframe.
+    pub fn start(name: String, url: SrtUrl, on_peer_joined: Arc<dyn Fn() + Send + Sync>) -> Result<Self, OutputError> {
+        Self::start_duplex(name, url, on_peer_joined, None)
+    }
+
+    /// Starts an output whose connections also carry the peer's stream back: each message the
+    /// peer sends goes to `on_receive` (from the output's thread).
+    pub fn start_duplex(
         name: String,
         url: SrtUrl,
-        queue_bytes: u64,
         on_peer_joined: Arc<dyn Fn() + Send + Sync>,
+        on_receive: Option<Receiver>,
     ) -> Result<Self, OutputError> {
-        let pipeline = gst::Pipeline::with_name(&format!("output-{name}"));
-        let caps = gst::Caps::builder("video/mpegts").field("systemstream", true).field("packetsize", 188i32).build();
-        let appsrc = gst_app::AppSrc::builder()
-            .name("ts-in")
-            .caps(&caps)
-            .format(gst::Format::Time)
-            .is_live(true)
-            .block(false)
-            .max_bytes(queue_bytes)
-            .leaky_type(gst_app::AppLeakyType::Downstream)
-            .build();
-        let uri = url.uri_without_secret();
-        let sink = gst::ElementFactory::make("srtsink")
-            .name("srt")
-            .property("uri", &uri)
-            .property("auto-reconnect", false)
-            .property("wait-for-connection", false)
-            .property("sync", false)
-            .property("async", false)
-            .build()
-            .map_err(|_| OutputError::NoSrtSink)?;
-        if let Some(pass) = &url.passphrase {
-            sink.set_property("passphrase", pass.expose());
-        }
-        if url.mode == SrtMode::Listener {
-            let cb = on_peer_joined.clone();
-            sink.connect("caller-added", false, move |_| {
-                cb();
-                None
-            });
-        }
-        pipeline.add_many([appsrc.upcast_ref(), &sink]).map_err(|e| OutputError::Gst(e.to_string()))?;
-        appsrc.link(&sink).map_err(|e| OutputError::Gst(e.to_string()))?;
-
         let state = if url.mode == SrtMode::Listener { OutputState::Listening } else { OutputState::Connecting };
         let initial = OutputStatus::new("srt", name.clone(), url.to_string(), state);
         let (status_tx, status_rx) = watch::channel(initial);
-        let dropped = Arc::new(AtomicU64::new(0));
+        let shared = Arc::new(Shared::default());
         let worker = Worker {
-            pipeline,
-            sink,
-            appsrc: appsrc.clone(),
             url,
             status: status_tx,
             on_peer_joined,
-            dropped: dropped.clone(),
+            on_receive,
+            shared: shared.clone(),
             totals: LifeTotals::default(),
             reject_log: RejectLog::default(),
         };
         let supervisor = Supervisor::spawn(format!("srt-out-{name}"), Backoff::default(), worker)
-            .map_err(|e| OutputError::Gst(e.to_string()))?;
-        Ok(Self { name, appsrc, queue_bytes, dropped, status: status_rx, supervisor })
+            .map_err(|e| OutputError::Thread(e.to_string()))?;
+        Ok(Self { name, shared, status: status_rx, supervisor })
     }
 
-    /// Hands the output one TS buffer. Never blocks; dropped when the output is not connected
-    /// or its queue is full.
+    /// Hands the output one TS buffer: each 1316-byte piece goes straight into every
+    /// connection's libsrt send buffer. Never blocks; counted in `queue_dropped` when a
+    /// connection's send buffer is full (the link cannot keep up).
     pub fn push(&self, buffer: &gst::Buffer) {
-        if self.appsrc.current_level_bytes() + buffer.size() as u64 > self.queue_bytes {
-            // The leaky queue is about to drop its oldest buffer: the link is not keeping up.
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        let Ok(map) = buffer.map_readable() else { return };
+        self.send(map.as_slice());
+    }
+
+    /// As [`SrtOutput::push`], for bytes.
+    pub fn send(&self, data: &[u8]) {
+        let conns = self.shared.conns();
+        for conn in conns.iter() {
+            for piece in data.chunks(MESSAGE_BYTES) {
+                if let Err(e) = conn.socket.send(piece) {
+                    if e.would_block() {
+                        self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Anything else: the connection broke; the output's thread sees it.
+                    break;
+                }
+            }
         }
-        let _ = self.appsrc.push_buffer(buffer.clone());
     }
 
     /// The output's status, updated a few times a second.
@@ -248,7 +275,7 @@ impl SrtOutput {
         &self.name
     }
 
-    /// Flushes what is queued, closes the connection and ends the thread.
+    /// Closes the connections and ends the thread.
     pub fn stop(mut self) {
         self.shutdown();
     }
@@ -259,13 +286,11 @@ impl SrtOutput {
 }
 
 struct Worker {
-    pipeline: gst::Pipeline,
-    sink: gst::Element,
-    appsrc: gst_app::AppSrc,
     url: SrtUrl,
     status: watch::Sender<OutputStatus>,
     on_peer_joined: Arc<dyn Fn() + Send + Sync>,
-    dropped: Arc<AtomicU64>,
+    on_receive: Option<Receiver>,
+    shared: Arc<Shared>,
     /// Counters over every connection so far (callers that left, earlier attempts).
     totals: LifeTotals,
     reject_log: RejectLog,
@@ -273,15 +298,19 @@ struct Worker {
 
 impl Job for Worker {
     fn attempt(&mut self, control: &Control, attempts: &mut u32) -> Attempt {
-        let dropped = self.dropped.clone();
-        match self.connection(control, attempts, &dropped) {
-            AttemptEnd::Stop => Attempt::Stopped,
-            AttemptEnd::Failed(reason) => Attempt::Failed(reason),
+        let ended = match self.url.mode {
+            SrtMode::Listener => self.listen(control, attempts),
+            SrtMode::Caller | SrtMode::Rendezvous => self.call(control, attempts),
+        };
+        // Whatever ended the attempt, nothing is sent to its sockets any more.
+        self.shared.clear();
+        match ended {
+            None => Attempt::Stopped,
+            Some(reason) => Attempt::Failed(reason),
         }
     }
 
     fn retrying(&mut self, reason: String, attempts: u32, delay: Duration) {
-        let _ = self.pipeline.set_state(gst::State::Null);
         warn!(output = %self.url.label(), %reason, retry_in_ms = delay.as_millis() as u64, attempt = attempts, "SRT output retrying");
         self.status.send_modify(|s| {
             s.state = OutputState::Retrying;
@@ -293,7 +322,7 @@ impl Job for Worker {
     }
 
     fn stopped(&mut self) {
-        let _ = self.pipeline.set_state(gst::State::Null);
+        self.shared.clear();
         self.status.send_modify(|s| {
             s.state = OutputState::Stopped;
             s.callers = 0;
@@ -301,130 +330,200 @@ impl Job for Worker {
     }
 }
 
-enum AttemptEnd {
-    Stop,
-    Failed(String),
-}
+/// How often the status is refreshed and the peer checked.
+const TICK: Duration = Duration::from_millis(200);
+/// How long a thread waits on its sockets before looking at the time and at a stop.
+const WAIT: Duration = Duration::from_millis(50);
 
 impl Worker {
-    fn connection(&mut self, control: &Control, attempt: &mut u32, dropped: &AtomicU64) -> AttemptEnd {
+    /// A listener: any number of callers, each added to the fan-out when its handshake
+    /// completes. `None` when stopped, else why it ended.
+    fn listen(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
         let started = Instant::now();
-        let listener = self.url.mode == SrtMode::Listener;
-        self.status.send_modify(|s| s.state = if listener { OutputState::Listening } else { OutputState::Connecting });
-        if let Err(e) = self.pipeline.set_state(gst::State::Playing) {
-            return AttemptEnd::Failed(self.bus_error().unwrap_or_else(|| e.to_string()));
-        }
-        let Some(bus) = self.pipeline.bus() else { return AttemptEnd::Failed("pipeline has no bus".into()) };
-        let mut live = false;
-        let mut peer = PeerWatch::new(Instant::now());
+        self.status.send_modify(|s| s.state = OutputState::Listening);
+        let setup = || -> Result<(Socket, Epoll, ListenHookGuard), SrtError> {
+            let sock = Socket::new()?;
+            sock.configure(&self.url)?;
+            let hook = sock.set_listen_hook(Arc::new(|_: &str, _| Admit::Accept(None)))?;
+            let Some(addr) = local_bind(&self.url, None)? else { unreachable!("a listener binds") };
+            sock.bind_listener(&addr)?;
+            sock.listen(LISTEN_BACKLOG)?;
+            let epoll = Epoll::new()?;
+            epoll.add(&sock)?;
+            Ok((sock, epoll, hook))
+        };
+        let (listener, epoll, _hook) = match setup() {
+            Ok(x) => x,
+            Err(e) => return Some(format!("cannot listen on port {}: {e}", self.url.port)),
+        };
+        let mut sockets: Vec<Arc<Conn>> = Vec::new();
+        let mut watches: std::collections::HashMap<i32, PeerWatch> = std::collections::HashMap::new();
+        let mut last_tick = started;
         let mut last_reject_check = started;
-        let connect_deadline =
-            started + self.url.connect_timeout.unwrap_or(Duration::from_secs(3)) + Duration::from_secs(2);
+        let mut buf = vec![0u8; 1500];
         loop {
-            if control.stop_within(Duration::from_millis(200)) {
-                let _ = self.appsrc.end_of_stream();
-                let _ = bus.timed_pop_filtered(
-                    gst::ClockTime::from_seconds(1),
-                    &[gst::MessageType::Eos, gst::MessageType::Error],
-                );
-                return AttemptEnd::Stop;
+            if control.stop_within(Duration::ZERO) {
+                return None;
             }
-            while let Some(msg) = bus.pop() {
-                if let gst::MessageView::Error(err) = msg.view() {
-                    let text = err.error().to_string();
-                    let reason = match rejected_since(started) {
-                        Some(r) => r.to_string(),
-                        None if live => format!("connection lost: {text}"),
-                        None => format!("cannot connect to {}: {text}", self.peer()),
-                    };
-                    return AttemptEnd::Failed(reason);
+            for ready in epoll.wait(WAIT) {
+                if ready.socket == listener.id() {
+                    while let Ok(Some((sock, addr))) = listener.accept() {
+                        let addr = addr.map(|a| a.to_string());
+                        info!(output = %self.url.label(), caller = addr.as_deref().unwrap_or("?"), "SRT caller connected");
+                        if epoll.add(&sock).is_err() {
+                            continue;
+                        }
+                        let conn = Arc::new(Conn { socket: sock, addr });
+                        sockets.push(conn.clone());
+                        self.shared.add(conn);
+                        *attempt = 0;
+                        (self.on_peer_joined)();
+                        // A caller got in: an earlier rejection (a wrong passphrase, a stranger's
+                        // handshake) is no longer what the user needs to see.
+                        self.status.send_modify(|s| s.last_rejection = None);
+                        last_reject_check = Instant::now();
+                    }
+                    continue;
+                }
+                if ready.readable {
+                    if let Some(c) = sockets.iter().find(|c| c.socket.id() == ready.socket) {
+                        self.drain(&c.socket, &mut buf);
+                    }
                 }
             }
-            let conns = SrtStats::read(&self.sink);
-            let total = SrtStats::total(conns.iter().map(|(_, s)| s));
-            let rejection = if listener { rejected_since(last_reject_check) } else { None };
+            let tick = last_tick.elapsed() >= TICK;
+            let mut conns: Vec<(Option<String>, SrtStats)> = Vec::new();
+            // Callers that left: closed, broken, or no longer acknowledging (gone without a word).
+            sockets.retain(|c| {
+                let now = Instant::now();
+                let gone = if c.socket.state() != SockState::Connected {
+                    Some("left".to_string())
+                } else if let Some(st) = tick.then(|| c.socket.stats()).flatten().map(|p| SrtStats::from_perf(&p)) {
+                    let timeout = ack_timeout(&self.url, Duration::from_secs_f64(st.rtt_ms / 1000.0));
+                    let watch = watches.entry(c.socket.id()).or_insert_with(|| PeerWatch::new(now));
+                    let verdict = watch.observe(st.acks_received, st.packets_sent, now, timeout);
+                    conns.push((c.addr.clone(), st));
+                    match verdict {
+                        Peer::Gone(silent) => Some(format!("stopped acknowledging for {:.1} s", silent.as_secs_f64())),
+                        Peer::Heard | Peer::Quiet => None,
+                    }
+                } else {
+                    None
+                };
+                let Some(how) = gone else { return true };
+                info!(output = %self.url.label(), caller = c.addr.as_deref().unwrap_or("?"), %how, "SRT caller left");
+                epoll.remove(&c.socket);
+                self.shared.remove(c.socket.id());
+                watches.remove(&c.socket.id());
+                conns.retain(|(a, _)| a != &c.addr);
+                false
+            });
+            if !tick {
+                continue;
+            }
+            last_tick = Instant::now();
+            let rejection = rejected_since(last_reject_check);
             last_reject_check = Instant::now();
             if let Some(r) = &rejection {
                 if let Some(unlogged) = self.reject_log.rejected(Instant::now()) {
                     warn!(output = %self.url.label(), reason = %r, not_logged_since_last = unlogged, "SRT caller rejected");
                 }
             }
-            let now_live = if listener {
-                !conns.is_empty()
-            } else {
-                let timeout = ack_timeout(&self.url, Duration::from_secs_f64(total.rtt_ms / 1000.0));
-                match peer.observe(total.acks_received, total.packets_sent, Instant::now(), timeout) {
-                    Peer::Gone(silent) if live => {
-                        return AttemptEnd::Failed(format!(
-                            "connection lost: {} stopped acknowledging for {:.1} s",
-                            self.peer(),
-                            silent.as_secs_f64()
-                        ));
-                    }
-                    Peer::Heard => true,
-                    Peer::Quiet | Peer::Gone(_) => live,
-                }
-            };
-            if now_live && !live {
-                info!(output = %self.url.label(), "SRT output connected");
-                *attempt = 0;
-                if !listener {
-                    (self.on_peer_joined)();
-                }
-            }
-            if !now_live && !listener && Instant::now() > connect_deadline {
-                return AttemptEnd::Failed(match rejected_since(started) {
-                    Some(r) => r.to_string(),
-                    None => format!("no answer from {} (is the receiver running?)", self.peer()),
-                });
-            }
-            let joined = now_live && !live;
-            live = now_live;
-            let q = dropped.load(Ordering::Relaxed);
-            let life = self.totals.update(&conns);
-            self.status.send_modify(|s| {
-                s.state = match (live, listener) {
-                    (true, _) => OutputState::Live,
-                    (false, true) => OutputState::Listening,
-                    (false, false) => OutputState::Connecting,
-                };
-                if live {
-                    s.reason = None;
-                } else if listener {
-                    s.reason = Some(format!("no caller yet on port {}", self.url.port));
-                }
-                s.callers = conns.len();
-                s.srt = life;
-                s.per_caller = if listener {
-                    conns.iter().map(|(a, st)| (a.clone().unwrap_or_default(), st.clone())).collect()
-                } else {
-                    Vec::new()
-                };
-                if joined {
-                    // A caller got in: an earlier rejection (a wrong passphrase, a stranger's
-                    // handshake) is no longer what the user needs to see.
-                    s.last_rejection = None;
-                }
-                if let Some(r) = rejection.as_ref().filter(|_| !joined) {
-                    s.last_rejection = Some(r.to_string());
-                }
-                s.queue_dropped = q;
-            });
+            self.publish(&conns, rejection.map(|r| r.to_string()));
         }
+    }
+
+    /// A caller or a rendezvous: one connection. `None` when stopped, else why it ended.
+    fn call(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
+        let started = Instant::now();
+        self.status.send_modify(|s| s.state = OutputState::Connecting);
+        let conn = match dial(&self.url, control) {
+            Ok(Some((socket, remote))) => Arc::new(Conn { socket, addr: Some(remote.to_string()) }),
+            Ok(None) => return None,
+            Err(reason) => return Some(reason),
+        };
+        info!(output = %self.url.label(), "SRT output connected");
+        *attempt = 0;
+        let epoll = match Epoll::new().and_then(|e| e.add(&conn.socket).map(|_| e)) {
+            Ok(e) => e,
+            Err(e) => return Some(format!("cannot watch the connection: {e}")),
+        };
+        self.shared.add(conn.clone());
+        (self.on_peer_joined)();
+        let mut peer = PeerWatch::new(started);
+        let mut last_tick = Instant::now();
+        let mut buf = vec![0u8; 1500];
+        loop {
+            if control.stop_within(Duration::ZERO) {
+                return None;
+            }
+            for ready in epoll.wait(WAIT) {
+                if ready.readable {
+                    self.drain(&conn.socket, &mut buf);
+                }
+            }
+            if conn.socket.state() != SockState::Connected {
+                return Some(format!("connection lost: {} closed the connection or stopped answering", self.peer()));
+            }
+            if last_tick.elapsed() < TICK {
+                continue;
+            }
+            last_tick = Instant::now();
+            let Some(perf) = conn.socket.stats() else { continue };
+            let st = SrtStats::from_perf(&perf);
+            let timeout = ack_timeout(&self.url, Duration::from_secs_f64(st.rtt_ms / 1000.0));
+            if let Peer::Gone(silent) = peer.observe(st.acks_received, st.packets_sent, Instant::now(), timeout) {
+                return Some(format!(
+                    "connection lost: {} stopped acknowledging for {:.1} s",
+                    self.peer(),
+                    silent.as_secs_f64()
+                ));
+            }
+            self.publish(&[(None, st)], None);
+        }
+    }
+
+    /// Reads everything the peer sent on `sock`, handing it to the receiver (or dropping it).
+    fn drain(&self, sock: &Socket, buf: &mut [u8]) {
+        while let Ok(Some(n)) = sock.recv(buf) {
+            if let Some(rx) = &self.on_receive {
+                rx(&buf[..n]);
+            }
+        }
+    }
+
+    fn publish(&mut self, conns: &[(Option<String>, SrtStats)], rejection: Option<String>) {
+        let listener = self.url.mode == SrtMode::Listener;
+        let live = !conns.is_empty();
+        let q = self.shared.dropped.load(Ordering::Relaxed);
+        let life = self.totals.update(conns);
+        self.status.send_modify(|s| {
+            s.state = match (live, listener) {
+                (true, _) => OutputState::Live,
+                (false, true) => OutputState::Listening,
+                (false, false) => OutputState::Connecting,
+            };
+            if live {
+                s.reason = None;
+            } else if listener {
+                s.reason = Some(format!("no caller yet on port {}", self.url.port));
+            }
+            s.callers = conns.len();
+            s.srt = life;
+            s.per_caller = if listener {
+                conns.iter().map(|(a, st)| (a.clone().unwrap_or_default(), st.clone())).collect()
+            } else {
+                Vec::new()
+            };
+            if let Some(r) = rejection {
+                s.last_rejection = Some(r);
+            }
+            s.queue_dropped = q;
+        });
     }
 
     fn peer(&self) -> String {
-        format!("{}:{}", self.url.host.as_deref().unwrap_or("*"), self.url.port)
-    }
-
-    fn bus_error(&self) -> Option<String> {
-        let bus = self.pipeline.bus()?;
-        while let Some(msg) = bus.pop() {
-            if let gst::MessageView::Error(err) = msg.view() {
-                return Some(err.error().to_string());
-            }
-        }
-        None
+        peer_label(&self.url)
     }
 }
 

@@ -1,6 +1,6 @@
-//! Why libsrt rejected a connection. GStreamer's SRT elements report only "connection does not
-//! exist"; libsrt itself logs the reason ("Incorrect passphrase") into GStreamer's `srtlib`
-//! debug category. This hook reads those lines so the output can say why in words.
+//! Why libsrt rejected a connection. A caller learns it from `srt_getrejectreason`; a listener
+//! only from libsrt's log ("Incorrect passphrase"), which this module reads so the status can
+//! say why in words.
 
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -12,8 +12,7 @@ pub enum RejectReason {
     BadPassphrase,
     /// One end encrypts and the other does not.
     EncryptionMismatch,
-    /// More callers arrived at once than the listener queues (GStreamer's SRT elements listen
-    /// with a backlog of one); the caller should call again.
+    /// More callers arrived at once than the listener queues; the caller should call again.
     Backlog,
     /// Anything else, with libsrt's words.
     Other(String),
@@ -27,9 +26,23 @@ impl std::fmt::Display for RejectReason {
                 "passphrase rejected: one end encrypts and the other does not (set the same passphrase on both)",
             ),
             RejectReason::Backlog => f.write_str(
-                "connection rejected: callers arrived at the same moment and the listener queues one at a time; the caller must call again (Telebridge decoders do)",
+                "connection rejected: more callers arrived at the same moment than the listener's queue holds; the caller must call again (Telebridge decoders do)",
             ),
             RejectReason::Other(s) => write!(f, "connection rejected: {s}"),
+        }
+    }
+}
+
+impl RejectReason {
+    /// What a caller's `srt_getrejectreason` means; `None` for "no answer" (a timeout) and
+    /// "nothing known", which the caller words itself.
+    pub fn from_code(code: i32) -> Option<Self> {
+        match code {
+            0 | 16 => None, // SRT_REJ_UNKNOWN, SRT_REJ_TIMEOUT
+            10 => Some(RejectReason::BadPassphrase),
+            11 => Some(RejectReason::EncryptionMismatch),
+            5 => Some(RejectReason::Backlog),
+            c => Some(RejectReason::Other(crate::socket::reject_words(c))),
         }
     }
 }
@@ -101,18 +114,20 @@ fn record(reason: RejectReason) {
     g.push((now, reason));
 }
 
-/// Routes libsrt's log through this hook. Call once, after `gst::init` and before the first SRT
-/// element is made. When `GST_DEBUG` is set the user's choice wins and GStreamer's own log stays.
+/// Routes GStreamer's log through `tracing` (errors only, unless `GST_DEBUG` is set) and libsrt's
+/// own log through [`classify`], so outputs and inputs can say why a connection was refused.
+/// Call once, after `gst::init`.
 pub fn install_log_hook() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         if std::env::var_os("GST_DEBUG").is_none() {
             gst::log::remove_default_log_function();
-            gst::log::set_threshold_for_name("srtlib", gst::DebugLevel::Info);
         }
         gst::log::add_log_function(|category, level, _file, _function, _line, object, message| {
             let Some(text) = message.get() else { return };
             if category.name() == "srtlib" {
+                // GStreamer's SRT plugin, where a peer uses it in this process, takes over
+                // libsrt's log; its lines still say why.
                 if let Some(reason) = classify(&text) {
                     record(reason);
                 }
@@ -124,6 +139,44 @@ pub fn install_log_hook() {
             }
         });
     });
+    route_libsrt_log();
+}
+
+/// Points libsrt's log at [`classify`]: every rejection libsrt logs (on either side of a
+/// handshake) is recorded for [`rejected_since`]; its errors go to `tracing` at debug level.
+pub(crate) fn route_libsrt_log() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        // SAFETY: the handler is a plain function that outlives the process; libsrt calls it
+        // from its own threads, and it only touches a mutex-guarded list.
+        #[allow(unsafe_code)]
+        unsafe {
+            crate::ffi::srt_setloghandler(std::ptr::null_mut(), libsrt_log);
+            crate::ffi::srt_setloglevel(crate::ffi::LOG_NOTICE);
+        }
+    });
+}
+
+#[allow(unsafe_code)]
+unsafe extern "C" fn libsrt_log(
+    _opaque: *mut std::ffi::c_void,
+    level: std::ffi::c_int,
+    _file: *const std::ffi::c_char,
+    _line: std::ffi::c_int,
+    _area: *const std::ffi::c_char,
+    message: *const std::ffi::c_char,
+) {
+    if message.is_null() {
+        return;
+    }
+    // SAFETY: libsrt passes a NUL-terminated line valid for the call.
+    let text = unsafe { std::ffi::CStr::from_ptr(message) }.to_string_lossy();
+    if let Some(reason) = classify(&text) {
+        record(reason);
+    }
+    if level <= 3 {
+        tracing::debug!(target: "libsrt", "{}", text.trim_end());
+    }
 }
 
 #[cfg(test)]
@@ -168,6 +221,12 @@ mod tests {
         assert_eq!(
             classify("processAsyncConnectRequest: REJECT reported from HS processing: Listener's backlog exceeded - not processing further"),
             Some(RejectReason::Backlog)
+        );
+        assert_eq!(RejectReason::from_code(10), Some(RejectReason::BadPassphrase));
+        assert_eq!(RejectReason::from_code(16), None);
+        assert_eq!(
+            RejectReason::from_code(1409).map(|r| r.to_string()),
+            Some("connection rejected: the listener's stream is taken (another sender is connected)".into())
         );
         assert_eq!(classify("epoll/update: IPE: update struck E1 which is NOT SUBSCRIBED to @1"), None);
     }

@@ -1,6 +1,6 @@
-//! SRT statistics as libsrt reports them through `srtsink`/`srtsrc`'s `stats` property.
+//! SRT statistics as libsrt reports them (`srt_bistats`), per connection and over an output's
+//! whole life.
 
-use gst::glib;
 use serde::Serialize;
 
 /// One connection's counters (totals since it opened) and current rates.
@@ -34,58 +34,48 @@ pub struct SrtStats {
     pub bandwidth_mbps: f64,
     /// Latency both ends agreed on, ms.
     pub negotiated_latency_ms: i64,
-}
-
-fn num(s: &gst::StructureRef, field: &str) -> Option<f64> {
-    let v = s.value(field).ok()?;
-    v.get::<i64>()
-        .map(|x| x as f64)
-        .or_else(|_| v.get::<i32>().map(f64::from))
-        .or_else(|_| v.get::<u64>().map(|x| x as f64))
-        .or_else(|_| v.get::<u32>().map(f64::from))
-        .or_else(|_| v.get::<f64>())
-        .ok()
+    /// Packets the receiver gave up on: lost and not recovered before their play time. What a
+    /// viewer of this end sees.
+    pub packets_received_dropped: i64,
+    /// Packets that arrived but could not be decrypted (a key mismatch).
+    pub packets_undecrypted: i64,
+    /// Sent and not yet acknowledged: the send buffer, ms of stream.
+    pub send_buffer_ms: i64,
+    /// The same in packets.
+    pub send_buffer_packets: i64,
+    /// Received and not yet delivered (waiting for their play time or a gap), ms of stream.
+    pub receive_buffer_ms: i64,
+    /// The same in packets.
+    pub receive_buffer_packets: i64,
+    /// Packets in flight (sent, not acknowledged).
+    pub flight_packets: i64,
 }
 
 impl SrtStats {
-    /// Reads one connection's structure.
-    pub fn from_structure(s: &gst::StructureRef) -> Self {
-        let i = |f: &str| num(s, f).unwrap_or(0.0) as i64;
-        let f = |f: &str| num(s, f).unwrap_or(0.0);
+    /// One connection's counters as libsrt reports them (`srt_bistats`).
+    pub fn from_perf(p: &crate::ffi::SRT_TRACEBSTATS) -> Self {
         Self {
-            rtt_ms: f("rtt-ms"),
-            packets_sent: i("packets-sent"),
-            packets_lost: i("packets-sent-lost"),
-            packets_retransmitted: i("packets-retransmitted"),
-            packets_dropped: i("packets-sent-dropped"),
-            bytes_sent: i("bytes-sent"),
-            packets_received: i("packets-received"),
-            packets_received_lost: i("packets-received-lost"),
-            bytes_received: i("bytes-received"),
-            acks_received: i("packet-ack-received"),
-            send_rate_mbps: f("send-rate-mbps"),
-            receive_rate_mbps: f("receive-rate-mbps"),
-            bandwidth_mbps: f("bandwidth-mbps"),
-            negotiated_latency_ms: i("negotiated-latency-ms"),
-        }
-    }
-
-    /// Reads an element's `stats`: one structure per caller in listener mode (`callers`), else
-    /// one for the single connection. Empty when nothing is connected.
-    pub fn read(element: &gst::Element) -> Vec<(Option<String>, SrtStats)> {
-        use gst::prelude::*;
-        let Some(s) = element.property::<Option<gst::Structure>>("stats") else { return Vec::new() };
-        if let Ok(callers) = s.get::<glib::ValueArray>("callers") {
-            return callers
-                .iter()
-                .filter_map(|v| v.get::<gst::Structure>().ok())
-                .map(|c| (c.get::<String>("caller-address").ok(), SrtStats::from_structure(&c)))
-                .collect();
-        }
-        if s.has_field("packets-sent") || s.has_field("packets-received") {
-            vec![(None, SrtStats::from_structure(&s))]
-        } else {
-            Vec::new()
+            rtt_ms: p.msRTT,
+            packets_sent: p.pktSentTotal,
+            packets_lost: i64::from(p.pktSndLossTotal),
+            packets_retransmitted: i64::from(p.pktRetransTotal),
+            packets_dropped: i64::from(p.pktSndDropTotal),
+            bytes_sent: p.byteSentTotal as i64,
+            packets_received: p.pktRecvTotal,
+            packets_received_lost: i64::from(p.pktRcvLossTotal),
+            packets_received_dropped: i64::from(p.pktRcvDropTotal),
+            packets_undecrypted: i64::from(p.pktRcvUndecryptTotal),
+            bytes_received: p.byteRecvTotal as i64,
+            acks_received: i64::from(p.pktRecvACKTotal),
+            send_rate_mbps: p.mbpsSendRate,
+            receive_rate_mbps: p.mbpsRecvRate,
+            bandwidth_mbps: p.mbpsBandwidth,
+            negotiated_latency_ms: i64::from(p.msSndTsbPdDelay.max(p.msRcvTsbPdDelay)),
+            send_buffer_ms: i64::from(p.msSndBuf),
+            send_buffer_packets: i64::from(p.pktSndBuf),
+            receive_buffer_ms: i64::from(p.msRcvBuf),
+            receive_buffer_packets: i64::from(p.pktRcvBuf),
+            flight_packets: i64::from(p.pktFlightSize),
         }
     }
 
@@ -106,6 +96,13 @@ impl SrtStats {
             t.receive_rate_mbps += s.receive_rate_mbps;
             t.bandwidth_mbps = t.bandwidth_mbps.max(s.bandwidth_mbps);
             t.negotiated_latency_ms = t.negotiated_latency_ms.max(s.negotiated_latency_ms);
+            t.packets_received_dropped += s.packets_received_dropped;
+            t.packets_undecrypted += s.packets_undecrypted;
+            t.send_buffer_ms = t.send_buffer_ms.max(s.send_buffer_ms);
+            t.send_buffer_packets += s.send_buffer_packets;
+            t.receive_buffer_ms = t.receive_buffer_ms.max(s.receive_buffer_ms);
+            t.receive_buffer_packets += s.receive_buffer_packets;
+            t.flight_packets += s.flight_packets;
             t
         })
     }
@@ -123,6 +120,8 @@ impl SrtStats {
         self.packets_received_lost += other.packets_received_lost;
         self.bytes_received += other.bytes_received;
         self.acks_received += other.acks_received;
+        self.packets_received_dropped += other.packets_received_dropped;
+        self.packets_undecrypted += other.packets_undecrypted;
     }
 }
 
@@ -187,25 +186,31 @@ mod tests {
     }
 
     #[test]
-    fn reads_libsrt_fields_of_any_integer_type() {
-        gst::init().unwrap();
-        let s = gst::Structure::builder("application/x-srt-statistics")
-            .field("packets-sent", 1000i64)
-            .field("packets-sent-lost", 7i64)
-            .field("packets-retransmitted", 9i64)
-            .field("packets-sent-dropped", 2i64)
-            .field("packet-ack-received", 55i64)
-            .field("rtt-ms", 17.5f64)
-            .field("negotiated-latency-ms", 120i32)
-            .field("send-rate-mbps", 4.2f64)
-            .build();
-        let st = SrtStats::from_structure(&s);
+    fn reads_libsrt_counters_and_sums_connections() {
+        let p = crate::ffi::SRT_TRACEBSTATS {
+            pktSentTotal: 1000,
+            pktSndLossTotal: 7,
+            pktRetransTotal: 9,
+            pktSndDropTotal: 2,
+            pktRecvACKTotal: 55,
+            pktRcvDropTotal: 3,
+            msRTT: 17.5,
+            msSndTsbPdDelay: 120,
+            msRcvTsbPdDelay: 200,
+            msRcvBuf: 180,
+            pktRcvBuf: 140,
+            msSndBuf: 40,
+            mbpsSendRate: 4.2,
+            ..Default::default()
+        };
+        let st = SrtStats::from_perf(&p);
         assert_eq!((st.packets_sent, st.packets_lost, st.packets_retransmitted, st.packets_dropped), (1000, 7, 9, 2));
-        assert_eq!(st.acks_received, 55);
-        assert_eq!(st.negotiated_latency_ms, 120);
-        assert!((st.rtt_ms - 17.5).abs() < 1e-9);
+        assert_eq!((st.acks_received, st.packets_received_dropped), (55, 3));
+        assert_eq!(st.negotiated_latency_ms, 200, "the larger of the two directions");
+        assert_eq!((st.receive_buffer_ms, st.receive_buffer_packets, st.send_buffer_ms), (180, 140, 40));
         let total = SrtStats::total([&st, &st]);
-        assert_eq!(total.packets_sent, 2000);
+        assert_eq!((total.packets_sent, total.packets_received_dropped, total.receive_buffer_ms), (2000, 6, 180));
         assert!((total.rtt_ms - 17.5).abs() < 1e-9);
+        assert!((total.send_rate_mbps - 8.4).abs() < 1e-9);
     }
 }
