@@ -311,6 +311,12 @@ fn reload_restarts_only_the_changed_output_and_a_bad_file_changes_nothing() {
     };
     assert!(wait_for(Duration::from_secs(15), both_live).is_some(), "{}", get_json(http_port, "/api/status"));
     let before = get_json(http_port, "/api/status");
+    // Issue 12: the daemon's SRT is libsrt itself, the same file GStreamer's SRT plugin links;
+    // two copies of libsrt in one process would share nothing (log handler, sockets, threads).
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", daemon.child.id())).expect("read the daemon's maps");
+    let libsrt: std::collections::BTreeSet<&str> =
+        maps.lines().filter_map(|l| l.split_whitespace().nth(5)).filter(|p| p.contains("libsrt")).collect();
+    assert_eq!(libsrt.len(), 1, "libsrt mapped into the daemon: {libsrt:?}");
     let frames_before = before["media"]["encoder"]["frames_encoded"].as_u64().unwrap_or(0);
 
     // A new stream key: only the RTMP output is replaced; the encoder and the SRT link go on.

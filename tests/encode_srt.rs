@@ -296,9 +296,6 @@ fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
                 "mpegts",
             ])
             .arg(f);
-            // One at a time: GStreamer's SRT listener queues a single pending caller (backlog 1),
-            // and ffmpeg does not call again when libsrt rejects it for "backlog exceeded".
-            std::thread::sleep(Duration::from_millis(500));
             Proc::spawn(cmd, &dir, &format!("caller{i}"))
         })
         .collect();
@@ -389,4 +386,60 @@ fn caller_reconnects_after_the_receiver_restarts() {
     assert!(enc.wait_timeout(Duration::from_secs(10)).expect("encoder exits on SIGINT").success());
     let s = summary(&dir.join("encoder.stdout"));
     assert!(s["outputs"][0]["reconnects"].as_u64().unwrap_or(0) >= 1, "{s}");
+}
+
+/// Issue 12: callers that reach the listener at the same moment (a studio's decoders calling
+/// again after the encoder restarts) all get in and all receive decodable video. GStreamer's
+/// `srtsink` listened with a backlog of one and turned some away with "backlog exceeded"; ffmpeg
+/// then never calls again. `TELEBRIDGE_CALLERS` ffmpeg callers and as many srt-live-transmit
+/// callers (8 and 8 here; `TELEBRIDGE_CALLERS=16` for the issue's sixteen of each).
+#[test]
+fn callers_arriving_at_once_all_receive_video() {
+    let _serial = serial();
+    let n: usize = std::env::var("TELEBRIDGE_CALLERS").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    let dir = scratch("callers-at-once");
+    let port = free_udp_port();
+    let mut enc = encoder(
+        &dir,
+        "encoder",
+        &[&format!("srt://:{port}?mode=listener")],
+        &["--size", "320x180", "--bitrate-kbps", "600", "--keyframe-ms", "500"],
+    );
+    // The encoder listens before anybody calls.
+    std::thread::sleep(Duration::from_millis(1500));
+    let uri = format!("srt://127.0.0.1:{port}?mode=caller");
+    let mut files = Vec::new();
+    let mut callers = Vec::new();
+    let spawned = std::time::Instant::now();
+    for i in 0..n {
+        let f = dir.join(format!("ffmpeg{i}.ts"));
+        let mut cmd = Command::new("ffmpeg");
+        cmd.args(["-nostdin", "-y", "-loglevel", "error", "-i", &uri, "-c", "copy", "-f", "mpegts"]).arg(&f);
+        callers.push(Proc::spawn(cmd, &dir, &format!("ffmpeg{i}")));
+        files.push(f);
+        let f = dir.join(format!("slt{i}.ts"));
+        callers.push(slt_to_file(&uri, &f, &dir, &format!("slt{i}")));
+        files.push(f);
+    }
+    let spawn_ms = spawned.elapsed().as_millis();
+    let logs = |what: &str| {
+        let mut text = format!("{what}; sizes {:?}\n", files.iter().map(|f| size(f)).collect::<Vec<_>>());
+        let err = std::fs::read_to_string(dir.join("encoder.stderr")).unwrap_or_default();
+        text += &format!("--- encoder.stderr\n{err}\n");
+        text
+    };
+    // ffmpeg writes nothing until it has probed about 5 s of stream.
+    let all_writing = wait_for(Duration::from_secs(25), || files.iter().all(|f| size(f) > 100_000));
+    assert!(all_writing.is_some(), "{}", logs(&format!("not all {} callers received video within 25 s", 2 * n)));
+    let lines = json_lines(&dir.join("encoder.stdout"));
+    let most = lines.iter().filter_map(|l| l["outputs"][0]["callers"].as_u64()).max().unwrap_or(0);
+    enc.signal("INT");
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits on SIGINT").success());
+    drop(callers);
+    let frames: Vec<u64> = files.iter().map(|f| decodable_frames(f)).collect();
+    eprintln!("{} callers spawned within {spawn_ms} ms; most at once in the stats: {most}; frames {frames:?}", 2 * n);
+    for (f, k) in files.iter().zip(&frames) {
+        assert!(*k >= 30, "{}", logs(&format!("{}: {k} decodable frames", f.display())));
+    }
+    assert_eq!(most as usize, 2 * n, "the stats never showed every caller at once");
 }
