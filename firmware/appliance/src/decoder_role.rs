@@ -278,7 +278,7 @@ pub async fn run_decoder(
     let on_data: telebridge_srt::input::TsConsumer = {
         let (decoding, counters, decoder, audio) =
             (decoding.clone(), counters.clone(), decoder.clone(), options.audio.clone());
-        Arc::new(move |buf| {
+        Arc::new(move |data: &[u8]| {
             let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
             // A gap means a new connection or a sender restart: start the decoder afresh.
             let stale = d.last_push.is_none_or(|t| t.elapsed() > Duration::from_millis(500));
@@ -292,7 +292,7 @@ pub async fn run_decoder(
             }
             d.last_push = Some(Instant::now());
             if let Some(p) = &d.pipeline {
-                p.push(buf);
+                p.push(&gst::Buffer::from_slice(data.to_vec()));
             }
         })
     };

@@ -11,7 +11,7 @@ use telebridge_config::{OutputSpec, SrtUrl};
 use telebridge_srt::{InputStatus, OutputStatus, SrtInput};
 use tracing::info;
 
-use crate::outputs::Output;
+use crate::outputs::{OutputStarter, RelayOutput};
 use crate::AppError;
 
 /// Receives each one-second sample.
@@ -29,6 +29,9 @@ pub struct RelayOptions {
     pub duration: Option<Duration>,
     /// Called with each one-second sample.
     pub on_sample: Option<RelaySampleCallback>,
+    /// Starts each output: [`crate::outputs::start_any`], or
+    /// [`crate::outputs::start_without_gstreamer`] for a relay that must not load GStreamer.
+    pub start_output: OutputStarter,
 }
 
 impl std::fmt::Debug for RelayOptions {
@@ -61,21 +64,18 @@ pub struct RelaySummary {
 
 /// Runs the relay until `duration` elapses or `shutdown` completes.
 pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>) -> Result<RelaySummary, AppError> {
-    telebridge_media::init()?;
-    telebridge_srt::install_log_hook();
-    // A relay cannot ask its source for a keyframe; callers that join wait for the next one.
-    let no_keyframe: Arc<dyn Fn() + Send + Sync> = Arc::new(|| {});
-    let mut outputs = Vec::new();
+    // SRT to SRT and to a recording needs no GStreamer at all: only an RTMP output starts it.
+    let mut outputs: Vec<Arc<Box<dyn RelayOutput>>> = Vec::new();
     for (name, spec) in &options.outputs {
-        outputs.push(Arc::new(Output::start(name, spec, options.queue_bytes, no_keyframe.clone())?));
+        outputs.push(Arc::new((options.start_output)(name, spec, options.queue_bytes)?));
         info!(output = %spec.label(), "output added");
     }
     let feed = outputs.clone();
     let input = SrtInput::start(
         options.input.clone(),
-        Arc::new(move |buffer: &gst::Buffer| {
+        Arc::new(move |data: &[u8]| {
             for o in &feed {
-                o.push(buffer);
+                o.send(data);
             }
         }),
     )

@@ -21,7 +21,7 @@ use tracing::{error, info};
 use crate::ts;
 
 enum Msg {
-    Data(gst::Buffer),
+    Data(Vec<u8>),
     Stop,
 }
 
@@ -53,7 +53,14 @@ impl Recording {
 
     /// Hands the recording one TS buffer; never blocks (dropped if the disk cannot keep up).
     pub fn push(&self, buffer: &gst::Buffer) {
-        if let Err(TrySendError::Full(_)) = self.tx.try_send(Msg::Data(buffer.clone())) {
+        if let Ok(map) = buffer.map_readable() {
+            self.send(map.as_slice());
+        }
+    }
+
+    /// As [`Recording::push`], for bytes (a relay's input; no GStreamer needed).
+    pub fn send(&self, data: &[u8]) {
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(Msg::Data(data.to_vec())) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -175,9 +182,7 @@ impl Job for Writer {
 }
 
 impl Writer {
-    fn write(&mut self, buffer: &gst::Buffer) -> io::Result<()> {
-        let Ok(map) = buffer.map_readable() else { return Ok(()) };
-        let data = map.as_slice();
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
         let mut keyframe = false;
         for p in data.chunks_exact(188) {
             match ts::pid(p) {

@@ -69,8 +69,9 @@ pub enum InputError {
     Thread(String),
 }
 
-/// Receives each TS buffer.
-pub type TsConsumer = Arc<dyn Fn(&gst::Buffer) + Send + Sync>;
+/// Receives each message as it arrives (usually seven TS packets, 1316 bytes), on the input's
+/// thread.
+pub type TsConsumer = Arc<dyn Fn(&[u8]) + Send + Sync>;
 
 /// A running SRT input.
 #[derive(Debug)]
@@ -80,7 +81,7 @@ pub struct SrtInput {
 }
 
 impl SrtInput {
-    /// Starts receiving from `url`; every TS buffer goes to `consumer`.
+    /// Starts receiving from `url`; every message goes to `consumer`.
     pub fn start(url: SrtUrl, consumer: TsConsumer) -> Result<Self, InputError> {
         let initial = InputStatus {
             url: url.to_string(),
@@ -266,33 +267,45 @@ impl Worker {
         let connected = Instant::now();
         self.slot(|s| *s = SenderSlot { connected: true, last_data: Some(connected) });
         let mut buf = vec![0u8; 1500];
+        let mut ready = Vec::new();
         let mut receiving = false;
         let mut last_tick = connected;
         loop {
-            if control.stop_within(Duration::ZERO) {
-                return None;
-            }
             let current = replaced.as_ref().unwrap_or(first).id();
-            for ready in epoll.wait(WAIT) {
-                if Some(ready.socket) == listener.map(Socket::id) {
-                    if let Some(l) = listener {
-                        if let Ok(Some((new, addr))) = l.accept() {
-                            // The hook let it in: the old sender is silent. The new one takes over.
-                            info!(input = %self.url.label(), sender = %addr.map(|a| a.to_string()).unwrap_or_default(), "SRT sender replaced a silent one");
-                            epoll.remove_id(current);
-                            let _ = epoll.add(&new);
-                            self.cc.reset();
-                            replaced = Some(new);
-                        }
+            epoll.wait(WAIT, &mut ready);
+            let mut broken = false;
+            let mut readable = false;
+            for r in &ready {
+                if Some(r.socket) == listener.map(Socket::id) {
+                    if let Some((new, addr)) = listener.and_then(|l| l.accept().ok().flatten()) {
+                        // The hook let it in: the old sender is silent. The new one takes over.
+                        info!(input = %self.url.label(), sender = %addr.map(|a| a.to_string()).unwrap_or_default(), "SRT sender replaced a silent one");
+                        epoll.remove_id(current);
+                        let _ = epoll.add(&new);
+                        self.cc.reset();
+                        replaced = Some(new);
                     }
-                    continue;
+                } else if r.socket == current {
+                    broken |= r.error;
+                    readable |= r.readable;
                 }
             }
             let sock = replaced.as_ref().unwrap_or(first);
-            while let Ok(Some(n)) = sock.recv(&mut buf) {
-                self.deliver(&buf[..n]);
+            // One message per wake, as srt-live-transmit does: the epoll is level-triggered, so
+            // more data wakes it again at once, and no read is made that libsrt must refuse (a
+            // refusal costs a C++ exception inside libsrt).
+            let mut got = false;
+            if readable {
+                if let Ok(Some(n)) = sock.recv(&mut buf) {
+                    self.deliver(&buf[..n]);
+                    got = true;
+                }
             }
             let now = Instant::now();
+            if got {
+                self.last_data = Some(now);
+                self.slot(|s| s.last_data = Some(now));
+            }
             let fresh = self.last_data.is_some_and(|t| t >= connected && now.duration_since(t) < STALE);
             if fresh && !receiving {
                 info!(input = %self.url.label(), "SRT input receiving");
@@ -301,18 +314,21 @@ impl Worker {
             if receiving && !fresh {
                 return Some(format!("no data for {} ms: the sender went away", STALE.as_millis()));
             }
-            if sock.state() != SockState::Connected {
+            receiving = fresh;
+            if !broken && now.duration_since(last_tick) < TICK {
+                continue;
+            }
+            last_tick = now;
+            if control.stop_within(Duration::ZERO) {
+                return None;
+            }
+            if broken || sock.state() != SockState::Connected {
                 return Some(if receiving {
                     "the sender closed the connection".into()
                 } else {
                     "the sender connected and left without sending".into()
                 });
             }
-            receiving = fresh;
-            if now.duration_since(last_tick) < TICK {
-                continue;
-            }
-            last_tick = now;
             let st = sock.stats().map(|p| SrtStats::from_perf(&p));
             let reason = if receiving { None } else { Some(format!("{} connected; waiting for data", self.peer())) };
             self.status.send_modify(|s| {
@@ -330,12 +346,9 @@ impl Worker {
     }
 
     fn deliver(&mut self, data: &[u8]) {
-        let now = Instant::now();
-        self.last_data = Some(now);
         self.bytes += data.len() as u64;
         self.cc.feed(data);
-        self.slot(|s| s.last_data = Some(now));
-        (self.consumer)(&gst::Buffer::from_slice(data.to_vec()));
+        (self.consumer)(data);
     }
 
     fn slot(&self, f: impl FnOnce(&mut SenderSlot)) {

@@ -18,7 +18,7 @@ use tracing::{info, warn};
 
 use crate::connect::{dial, peer_label};
 use crate::reject::{rejected_since, RejectLog};
-use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, SockState, Socket, SrtError};
+use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, SendError, SockState, Socket, SrtError};
 use crate::stats::LifeTotals;
 use crate::supervisor::{Attempt, Control, Job, Supervisor};
 use crate::{Backoff, SrtStats};
@@ -255,7 +255,7 @@ impl SrtOutput {
         for conn in conns.iter() {
             for piece in data.chunks(MESSAGE_BYTES) {
                 if let Err(e) = conn.socket.send(piece) {
-                    if e.would_block() {
+                    if e == SendError::Full {
                         self.shared.dropped.fetch_add(1, Ordering::Relaxed);
                     }
                     // Anything else: the connection broke; the output's thread sees it.
@@ -332,8 +332,9 @@ impl Job for Worker {
 
 /// How often the status is refreshed and the peer checked.
 const TICK: Duration = Duration::from_millis(200);
-/// How long a thread waits on its sockets before looking at the time and at a stop.
-const WAIT: Duration = Duration::from_millis(50);
+/// How long the thread waits on its sockets before looking at the time and at a stop: a
+/// caller arriving, data from a peer or a broken connection wake it at once.
+const WAIT: Duration = TICK;
 
 impl Worker {
     /// A listener: any number of callers, each added to the fan-out when its handshake
@@ -361,11 +362,13 @@ impl Worker {
         let mut last_tick = started;
         let mut last_reject_check = started;
         let mut buf = vec![0u8; 1500];
+        let mut ready = Vec::new();
         loop {
             if control.stop_within(Duration::ZERO) {
                 return None;
             }
-            for ready in epoll.wait(WAIT) {
+            epoll.wait(WAIT, &mut ready);
+            for ready in &ready {
                 if ready.socket == listener.id() {
                     while let Ok(Some((sock, addr))) = listener.accept() {
                         let addr = addr.map(|a| a.to_string());
@@ -453,14 +456,14 @@ impl Worker {
         let mut peer = PeerWatch::new(started);
         let mut last_tick = Instant::now();
         let mut buf = vec![0u8; 1500];
+        let mut ready = Vec::new();
         loop {
             if control.stop_within(Duration::ZERO) {
                 return None;
             }
-            for ready in epoll.wait(WAIT) {
-                if ready.readable {
-                    self.drain(&conn.socket, &mut buf);
-                }
+            epoll.wait(WAIT, &mut ready);
+            if ready.iter().any(|r| r.readable) {
+                self.drain(&conn.socket, &mut buf);
             }
             if conn.socket.state() != SockState::Connected {
                 return Some(format!("connection lost: {} closed the connection or stopped answering", self.peer()));

@@ -39,6 +39,20 @@ impl SrtError {
         }
     }
 
+    /// Whether the last call on this thread only had to wait (nothing to read, no room to
+    /// write). Checked before [`SrtError::last`], whose words libsrt formats on every call:
+    /// too dear for the path every packet takes.
+    fn last_would_block() -> bool {
+        // SAFETY: reads libsrt's thread-local error code.
+        let code = unsafe { ffi::srt_getlasterror(std::ptr::null_mut()) };
+        let wait = code == ffi::SRT_EASYNCSND || code == ffi::SRT_EASYNCRCV || code == ffi::SRT_ETIMEOUT;
+        if wait {
+            // SAFETY: plain call.
+            unsafe { ffi::srt_clearlasterror() };
+        }
+        wait
+    }
+
     fn ours(text: impl Into<String>) -> Self {
         Self { code: -1, text: text.into() }
     }
@@ -65,6 +79,15 @@ pub fn startup() {
         unsafe { ffi::srt_startup() };
     });
     crate::reject::route_libsrt_log();
+}
+
+/// Why a send did not go out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// The send buffer is full: the link cannot keep up.
+    Full,
+    /// The connection is broken or closed.
+    Broken,
 }
 
 /// Where a socket is in its life (`SRT_SOCKSTATUS`).
@@ -306,8 +329,7 @@ impl Socket {
         // SAFETY: `raw` and `len` are valid for writing.
         let id = unsafe { ffi::srt_accept(self.id, std::ptr::addr_of_mut!(raw).cast(), &mut len) };
         if id == ffi::SRT_INVALID_SOCK {
-            let e = SrtError::last();
-            return if e.would_block() { Ok(None) } else { Err(e) };
+            return if SrtError::last_would_block() { Ok(None) } else { Err(SrtError::last()) };
         }
         // SAFETY: libsrt wrote a valid address into `raw`.
         let addr = unsafe { from_raw(std::ptr::addr_of!(raw).cast()) };
@@ -353,11 +375,19 @@ impl Socket {
 
     /// Sends one message (at most 1456 bytes; Telebridge sends 1316: seven TS packets).
     /// `Err` with [`SrtError::would_block`] when the send buffer is full.
-    pub fn send(&self, data: &[u8]) -> Result<(), SrtError> {
+    pub fn send(&self, data: &[u8]) -> Result<(), SendError> {
         let mut ctrl = ffi::SRT_MSGCTRL::default();
         // SAFETY: `data` is readable for its length; `ctrl` is a valid SRT_MSGCTRL.
-        check(unsafe { ffi::srt_sendmsg2(self.id, data.as_ptr().cast::<c_char>(), data.len() as c_int, &mut ctrl) })
-            .map(drop)
+        let rc = unsafe { ffi::srt_sendmsg2(self.id, data.as_ptr().cast::<c_char>(), data.len() as c_int, &mut ctrl) };
+        if rc != ffi::SRT_ERROR {
+            Ok(())
+        } else if SrtError::last_would_block() {
+            Err(SendError::Full)
+        } else {
+            // SAFETY: plain call; the words are not needed on this path.
+            unsafe { ffi::srt_clearlasterror() };
+            Err(SendError::Broken)
+        }
     }
 
     /// Receives one message into `buf`; `Ok(None)` when nothing is waiting.
@@ -366,8 +396,7 @@ impl Socket {
         // SAFETY: `buf` is writable for its length.
         let n = unsafe { ffi::srt_recvmsg2(self.id, buf.as_mut_ptr().cast::<c_char>(), buf.len() as c_int, &mut ctrl) };
         if n == ffi::SRT_ERROR {
-            let e = SrtError::last();
-            return if e.would_block() { Ok(None) } else { Err(e) };
+            return if SrtError::last_would_block() { Ok(None) } else { Err(SrtError::last()) };
         }
         Ok(Some(n as usize))
     }
@@ -535,10 +564,12 @@ impl Epoll {
         unsafe { ffi::srt_epoll_remove_usock(self.id, socket) };
     }
 
-    /// Waits up to `timeout` for any watched socket; returns what is ready (empty on timeout).
-    pub fn wait(&self, timeout: Duration) -> Vec<Ready> {
-        let mut events = [ffi::SRT_EPOLL_EVENT::default(); 64];
-        // SAFETY: `events` has room for 64 entries.
+    /// Waits up to `timeout` for any watched socket; fills `ready` with what is ready (empty on
+    /// timeout). `ready` is the caller's, kept between calls: nothing is allocated per wait.
+    pub fn wait(&self, timeout: Duration, ready: &mut Vec<Ready>) {
+        ready.clear();
+        let mut events = [ffi::SRT_EPOLL_EVENT::default(); 16];
+        // SAFETY: `events` has room for 16 entries.
         let n = unsafe {
             ffi::srt_epoll_uwait(self.id, events.as_mut_ptr(), events.len() as c_int, timeout.as_millis() as i64)
         };
@@ -547,16 +578,13 @@ impl Epoll {
                 // An epoll error (nothing watched on an old libsrt): still wait, never spin.
                 std::thread::sleep(timeout);
             }
-            return Vec::new();
+            return;
         }
-        events[..(n as usize).min(events.len())]
-            .iter()
-            .map(|e| Ready {
-                socket: e.fd,
-                readable: e.events & ffi::SRT_EPOLL_IN != 0,
-                error: e.events & ffi::SRT_EPOLL_ERR != 0,
-            })
-            .collect()
+        ready.extend(events[..(n as usize).min(events.len())].iter().map(|e| Ready {
+            socket: e.fd,
+            readable: e.events & ffi::SRT_EPOLL_IN != 0,
+            error: e.events & ffi::SRT_EPOLL_ERR != 0,
+        }));
     }
 }
 

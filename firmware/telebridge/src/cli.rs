@@ -8,7 +8,7 @@ use std::sync::Arc;
 use telebridge_appliance::RunOptions;
 use telebridge_config::Config;
 
-use crate::args::{Cli, Command, ConfigCommand, DecodeArgs, EncodeArgs, MeasureArgs, RelayArgs, RunArgs, StatsFormat};
+use crate::args::{Cli, Command, ConfigCommand, DecodeArgs, EncodeArgs, MeasureArgs, RunArgs, StatsFormat};
 use crate::exit::{bad_input, print_json, print_summary, run_async, shutdown_signal};
 use crate::flags::Flags;
 
@@ -24,7 +24,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Encode(args) => encode(*args),
         Command::Decode(args) => decode(args),
         Command::Measure(args) => measure(args),
-        Command::Relay(args) => relay(args),
+        Command::Relay(args) => crate::relay_cmd::relay(args),
         Command::Run(args) => crate::run::run(args.into()),
     }
 }
@@ -148,37 +148,6 @@ impl From<RunArgs> for crate::run::RunRequest {
             start_live: a.start_live,
         }
     }
-}
-
-fn relay(args: RelayArgs) -> ExitCode {
-    let input = match telebridge_config::SrtUrl::parse(&args.input) {
-        Ok(u) => u,
-        Err(e) => return bad_input(format!("--input: {e}")),
-    };
-    // The outputs go through the same validation as the configuration file's.
-    let mut config = Config::default();
-    let mut flags = Flags::default();
-    flags.outputs(&mut config, &args.outputs);
-    let valid = match config.validate() {
-        Ok(v) => v,
-        Err(errs) => {
-            for e in flags.name(&errs) {
-                eprintln!("error: {e}");
-            }
-            return ExitCode::from(2);
-        }
-    };
-    let json = args.stats == Some(StatsFormat::Json);
-    let on_sample: Option<telebridge_appliance::relay_role::RelaySampleCallback> =
-        if json { Some(Arc::new(print_json)) } else { None };
-    let options = telebridge_appliance::RelayOptions {
-        input,
-        outputs: valid.outputs,
-        queue_bytes: (args.max_bitrate_kbps * 1000 / 8).max(256 * 1024),
-        duration: args.duration,
-        on_sample,
-    };
-    run_async(telebridge_appliance::run_relay(options, shutdown_signal()), |summary| print_summary(json, &summary))
 }
 
 fn measure(args: MeasureArgs) -> ExitCode {
