@@ -332,9 +332,11 @@ impl Job for Worker {
 
 /// How often the status is refreshed and the peer checked.
 const TICK: Duration = Duration::from_millis(200);
-/// How long the thread waits on its sockets before looking at the time and at a stop: a
-/// caller arriving, data from a peer or a broken connection wake it at once.
+/// How long the thread waits on its sockets (when it has to) before looking at the time and
+/// at a stop: a caller arriving, data from a peer or a broken connection wake it at once.
 const WAIT: Duration = TICK;
+/// How often a listener that only sends looks for new callers.
+const POLL: Duration = Duration::from_millis(20);
 
 impl Worker {
     /// A listener: any number of callers, each added to the fan-out when its handshake
@@ -342,15 +344,24 @@ impl Worker {
     fn listen(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
         let started = Instant::now();
         self.status.send_modify(|s| s.state = OutputState::Listening);
-        let setup = || -> Result<(Socket, Epoll, ListenHookGuard), SrtError> {
+        let duplex = self.on_receive.is_some();
+        let setup = || -> Result<(Socket, Option<Epoll>, ListenHookGuard), SrtError> {
             let sock = Socket::new()?;
             sock.configure(&self.url)?;
             let hook = sock.set_listen_hook(Arc::new(|_: &str, _| Admit::Accept(None)))?;
-            let Some(addr) = local_bind(&self.url, None)? else { unreachable!("a listener binds") };
+            let addr = local_bind(&self.url, None)?.ok_or_else(|| SrtError { code: -1, text: "no port".into() })?;
             sock.bind_listener(&addr)?;
             sock.listen(LISTEN_BACKLOG)?;
-            let epoll = Epoll::new()?;
-            epoll.add(&sock)?;
+            // Only a listener whose callers send back needs to wait on their sockets; one that
+            // only sends looks for new callers every POLL (libsrt's epoll wakes its waiters at
+            // every packet of the process, which a sender pays for nothing).
+            let epoll = if duplex {
+                let e = Epoll::new()?;
+                e.add(&sock)?;
+                Some(e)
+            } else {
+                None
+            };
             Ok((sock, epoll, hook))
         };
         let (listener, epoll, _hook) = match setup() {
@@ -364,44 +375,51 @@ impl Worker {
         let mut buf = vec![0u8; 1500];
         let mut ready = Vec::new();
         loop {
-            if control.stop_within(Duration::ZERO) {
-                return None;
-            }
-            epoll.wait(WAIT, &mut ready);
-            for ready in &ready {
-                if ready.socket == listener.id() {
-                    while let Ok(Some((sock, addr))) = listener.accept() {
-                        let addr = addr.map(|a| a.to_string());
-                        info!(output = %self.url.label(), caller = addr.as_deref().unwrap_or("?"), "SRT caller connected");
-                        if epoll.add(&sock).is_err() {
-                            continue;
-                        }
-                        let conn = Arc::new(Conn { socket: sock, addr });
-                        sockets.push(conn.clone());
-                        self.shared.add(conn);
-                        *attempt = 0;
-                        (self.on_peer_joined)();
-                        // A caller got in: an earlier rejection (a wrong passphrase, a stranger's
-                        // handshake) is no longer what the user needs to see.
-                        self.status.send_modify(|s| s.last_rejection = None);
-                        last_reject_check = Instant::now();
+            match &epoll {
+                Some(e) => {
+                    if control.stop_within(Duration::ZERO) {
+                        return None;
                     }
+                    e.wait(WAIT, &mut ready);
+                }
+                None => {
+                    if control.stop_within(POLL) {
+                        return None;
+                    }
+                }
+            }
+            while let Ok(Some((sock, addr))) = listener.accept() {
+                let addr = addr.map(|a| a.to_string());
+                info!(output = %self.url.label(), caller = addr.as_deref().unwrap_or("?"), "SRT caller connected");
+                if epoll.as_ref().is_some_and(|e| e.add(&sock).is_err()) {
                     continue;
                 }
-                if ready.readable {
-                    if let Some(c) = sockets.iter().find(|c| c.socket.id() == ready.socket) {
-                        self.drain(&c.socket, &mut buf);
-                    }
+                let conn = Arc::new(Conn { socket: sock, addr });
+                sockets.push(conn.clone());
+                self.shared.add(conn);
+                *attempt = 0;
+                (self.on_peer_joined)();
+                // A caller got in: an earlier rejection (a wrong passphrase, a stranger's
+                // handshake) is no longer what the user needs to see.
+                self.status.send_modify(|s| s.last_rejection = None);
+                last_reject_check = Instant::now();
+            }
+            for r in ready.iter().filter(|r| r.readable && r.socket != listener.id()) {
+                if let Some(c) = sockets.iter().find(|c| c.socket.id() == r.socket) {
+                    self.drain(&c.socket, &mut buf);
                 }
             }
             let tick = last_tick.elapsed() >= TICK;
+            if !tick {
+                continue;
+            }
             let mut conns: Vec<(Option<String>, SrtStats)> = Vec::new();
             // Callers that left: closed, broken, or no longer acknowledging (gone without a word).
             sockets.retain(|c| {
                 let now = Instant::now();
                 let gone = if c.socket.state() != SockState::Connected {
                     Some("left".to_string())
-                } else if let Some(st) = tick.then(|| c.socket.stats()).flatten().map(|p| SrtStats::from_perf(&p)) {
+                } else if let Some(st) = c.socket.stats().map(|p| SrtStats::from_perf(&p)) {
                     let timeout = ack_timeout(&self.url, Duration::from_secs_f64(st.rtt_ms / 1000.0));
                     let watch = watches.entry(c.socket.id()).or_insert_with(|| PeerWatch::new(now));
                     let verdict = watch.observe(st.acks_received, st.packets_sent, now, timeout);
@@ -415,15 +433,14 @@ impl Worker {
                 };
                 let Some(how) = gone else { return true };
                 info!(output = %self.url.label(), caller = c.addr.as_deref().unwrap_or("?"), %how, "SRT caller left");
-                epoll.remove(&c.socket);
+                if let Some(e) = &epoll {
+                    e.remove(&c.socket);
+                }
                 self.shared.remove(c.socket.id());
                 watches.remove(&c.socket.id());
                 conns.retain(|(a, _)| a != &c.addr);
                 false
             });
-            if !tick {
-                continue;
-            }
             last_tick = Instant::now();
             let rejection = rejected_since(last_reject_check);
             last_reject_check = Instant::now();
@@ -447,9 +464,12 @@ impl Worker {
         };
         info!(output = %self.url.label(), "SRT output connected");
         *attempt = 0;
-        let epoll = match Epoll::new().and_then(|e| e.add(&conn.socket).map(|_| e)) {
-            Ok(e) => e,
-            Err(e) => return Some(format!("cannot watch the connection: {e}")),
+        // Only a connection that carries the peer's stream back needs waiting on; one that only
+        // sends is looked at every TICK (see `listen`).
+        let epoll = match self.on_receive.is_some().then(|| Epoll::new().and_then(|e| e.add(&conn.socket).map(|_| e))) {
+            Some(Ok(e)) => Some(e),
+            Some(Err(e)) => return Some(format!("cannot watch the connection: {e}")),
+            None => None,
         };
         self.shared.add(conn.clone());
         (self.on_peer_joined)();
@@ -458,12 +478,21 @@ impl Worker {
         let mut buf = vec![0u8; 1500];
         let mut ready = Vec::new();
         loop {
-            if control.stop_within(Duration::ZERO) {
-                return None;
-            }
-            epoll.wait(WAIT, &mut ready);
-            if ready.iter().any(|r| r.readable) {
-                self.drain(&conn.socket, &mut buf);
+            match &epoll {
+                Some(e) => {
+                    if control.stop_within(Duration::ZERO) {
+                        return None;
+                    }
+                    e.wait(WAIT, &mut ready);
+                    if ready.iter().any(|r| r.readable) {
+                        self.drain(&conn.socket, &mut buf);
+                    }
+                }
+                None => {
+                    if control.stop_within(TICK) {
+                        return None;
+                    }
+                }
             }
             if conn.socket.state() != SockState::Connected {
                 return Some(format!("connection lost: {} closed the connection or stopped answering", self.peer()));
