@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use telebridge_config::FileSpec;
@@ -25,10 +25,16 @@ enum Msg {
     Stop,
 }
 
+/// How much is gathered before it goes to the writer's thread: 32 messages of seven TS packets.
+pub const BATCH_BYTES: usize = 32 * 1316;
+/// Batches the writer's queue holds (about two seconds of 8 Mbit/s) before dropping.
+const QUEUE_BATCHES: usize = 48;
+
 /// A running recording.
 #[derive(Debug)]
 pub struct Recording {
     tx: SyncSender<Msg>,
+    pending: Mutex<Vec<u8>>,
     status: watch::Receiver<OutputStatus>,
     dropped: Arc<AtomicU64>,
     supervisor: Option<Supervisor>,
@@ -37,8 +43,8 @@ pub struct Recording {
 impl Recording {
     /// Starts recording to `spec`.
     pub fn start(name: String, spec: FileSpec) -> Self {
-        // About two seconds of 4 Mbit/s in 1316-byte buffers.
-        let (tx, rx) = mpsc::sync_channel(800);
+        // About two seconds of 8 Mbit/s, in batches.
+        let (tx, rx) = mpsc::sync_channel(QUEUE_BATCHES);
         let mut initial = OutputStatus::new("file", name, spec.label(), OutputState::Connecting);
         initial.reason = Some("waiting for a keyframe".into());
         let (status_tx, status_rx) = watch::channel(initial);
@@ -48,7 +54,7 @@ impl Recording {
         let supervisor = Supervisor::spawn("recording".into(), Backoff::default(), writer)
             .map_err(|e| error!(error = %e, "cannot start the recording's thread"))
             .ok();
-        Self { tx, status: status_rx, dropped, supervisor }
+        Self { tx, pending: Mutex::new(Vec::with_capacity(BATCH_BYTES)), status: status_rx, dropped, supervisor }
     }
 
     /// Hands the recording one TS buffer; never blocks (dropped if the disk cannot keep up).
@@ -58,10 +64,25 @@ impl Recording {
         }
     }
 
-    /// As [`Recording::push`], for bytes (a relay's input; no GStreamer needed).
+    /// As [`Recording::push`], for bytes (a relay's input; no GStreamer needed). Gathered into
+    /// batches of [`BATCH_BYTES`] before they go to the writer's thread: one hand-over (and one
+    /// wake of that thread) per 32 messages, not per message.
     pub fn send(&self, data: &[u8]) {
-        if let Err(TrySendError::Full(_)) = self.tx.try_send(Msg::Data(data.to_vec())) {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        let full = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.extend_from_slice(data);
+            (pending.len() >= BATCH_BYTES).then(|| std::mem::replace(&mut *pending, Vec::with_capacity(BATCH_BYTES)))
+        };
+        if let Some(batch) = full {
+            self.hand_over(batch);
+        }
+    }
+
+    fn hand_over(&self, batch: Vec<u8>) {
+        let buffers = batch.len().div_ceil(1316) as u64;
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(Msg::Data(batch)) {
+            // Counted in 1316-byte buffers, as the SRT and RTMP outputs count theirs.
+            self.dropped.fetch_add(buffers, Ordering::Relaxed);
         }
     }
 
@@ -76,7 +97,11 @@ impl Recording {
     }
 
     fn shutdown(&mut self) {
-        // The stop goes behind the data already queued, so all of it is written first.
+        // What is gathered, then the stop behind the data already queued: all of it is written.
+        let rest = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        if !rest.is_empty() {
+            let _ = self.tx.send(Msg::Data(rest));
+        }
         let _ = self.tx.send(Msg::Stop);
         if let Some(s) = self.supervisor.as_mut() {
             s.stop();

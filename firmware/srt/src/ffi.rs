@@ -13,6 +13,7 @@ pub const SRT_ERROR: c_int = -1;
 // SRT_SOCKOPT
 pub const SRTO_SNDSYN: c_int = 1;
 pub const SRTO_RCVSYN: c_int = 2;
+pub const SRTO_FC: c_int = 4;
 pub const SRTO_SNDBUF: c_int = 5;
 pub const SRTO_RCVBUF: c_int = 6;
 pub const SRTO_LINGER: c_int = 7;

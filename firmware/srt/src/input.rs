@@ -169,7 +169,7 @@ impl Job for Worker {
         self.cc.reset();
         let ended = match self.url.mode {
             SrtMode::Listener => self.listen(control, attempts),
-            SrtMode::Caller | SrtMode::Rendezvous => match dial(&self.url, control) {
+            SrtMode::Caller | SrtMode::Rendezvous => match dial(&self.url, control, false) {
                 Ok(Some((sock, _))) => self.receive(control, attempts, &sock, None),
                 Ok(None) => None,
                 Err(reason) => Some(reason),

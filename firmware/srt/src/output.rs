@@ -348,6 +348,10 @@ impl Worker {
         let setup = || -> Result<(Socket, Option<Epoll>, ListenHookGuard), SrtError> {
             let sock = Socket::new()?;
             sock.configure(&self.url)?;
+            if !duplex {
+                // Accepted sockets take the listener's options.
+                sock.set_send_only()?;
+            }
             let hook = sock.set_listen_hook(Arc::new(|_: &str, _| Admit::Accept(None)))?;
             let addr = local_bind(&self.url, None)?.ok_or_else(|| SrtError { code: -1, text: "no port".into() })?;
             sock.bind_listener(&addr)?;
@@ -457,7 +461,7 @@ impl Worker {
     fn call(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
         let started = Instant::now();
         self.status.send_modify(|s| s.state = OutputState::Connecting);
-        let conn = match dial(&self.url, control) {
+        let conn = match dial(&self.url, control, self.on_receive.is_none()) {
             Ok(Some((socket, remote))) => Arc::new(Conn { socket, addr: Some(remote.to_string()) }),
             Ok(None) => return None,
             Err(reason) => return Some(reason),
