@@ -368,3 +368,48 @@ fn unsupported_video_and_bytes_that_are_not_ts_are_named_without_churn() {
         assert_eq!(samples.iter().map(|l| l["decoder"]["frames_decoded"].as_u64().unwrap_or(0)).max(), Some(0));
     }
 }
+
+/// Issue 12: the decoder's statistics are libsrt's own receiver counters. Over a link that loses
+/// 8 % and whose round trip (120 ms) is longer than the SRT latency (60 ms), some retransmissions
+/// come too late: libsrt gives those packets up, and the decoder's stats say so (receiver drops),
+/// with the packets found missing, the receive buffer in ms, and our own TS continuity check
+/// agreeing that something was lost for good.
+#[test]
+fn decoder_stats_carry_libsrts_receiver_drops_and_buffer() {
+    let _serial = serial();
+    let dir = scratch("dec-receiver-drops");
+    let port = free_udp_port();
+    let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener&latency=60"), &["--duration", "14s"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let profiles = linkemu::Profiles::parse(
+        "[[profile]]\nname = \"lossy\"\nsource = \"test\"\nrtt_ms = 120\njitter_ms = 0\nloss_pct = 8.0\nrate_kbps = 0\n",
+    )
+    .expect("profile");
+    let params = profiles.get("lossy").expect("lossy").params();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let relay = rt
+        .block_on(linkemu::relay::start(
+            "127.0.0.1:0".parse().expect("addr"),
+            format!("127.0.0.1:{port}").parse().expect("addr"),
+            linkemu::Impairment::new(params.clone(), vec![], 1),
+            linkemu::Impairment::new(params, vec![], 2),
+        ))
+        .expect("start the link");
+    let sender = ffmpeg_sends(&dir, "ffmpeg", relay.listen.port(), "libx264", 8);
+    assert!(dec.wait_timeout(Duration::from_secs(30)).expect("decoder exits").success());
+    drop(sender);
+    let lines = json_lines(&dir.join("decoder.stdout"));
+    let receiving: Vec<&serde_json::Value> = lines.iter().filter(|l| l["input"]["state"] == "receiving").collect();
+    let buffer_ms = receiving.iter().filter_map(|l| l["input"]["srt"]["receive_buffer_ms"].as_i64()).max().unwrap_or(0);
+    let s = summary(&dir.join("decoder.stdout"));
+    let srt = &s["input"]["srt"];
+    eprintln!("decoder's SRT counters at the end: {srt}; receive buffer up to {buffer_ms} ms");
+    assert!(!receiving.is_empty(), "nothing was received; see {}", dir.display());
+    let (lost, dropped) =
+        (srt["packets_received_lost"].as_i64().unwrap_or(0), srt["packets_received_dropped"].as_i64().unwrap_or(0));
+    assert!(lost > 0, "an 8 % lossy link and no loss counted: {srt}");
+    assert!(dropped > 0, "retransmissions later than the latency and no receiver drop: {srt}");
+    assert!(dropped < lost, "every lost packet given up: {srt}");
+    assert!(buffer_ms > 0, "the receive buffer was never reported");
+    assert!(s["input"]["ts_continuity_errors"].as_u64().unwrap_or(0) > 0, "the TS check saw no loss: {}", s["input"]);
+}

@@ -66,7 +66,7 @@ pub fn render(s: &DaemonStatus) -> String {
     }
     // SRT counters per output (encoder) or for the input (decoder).
     let links = s.media.as_ref().map(MediaSample::all_links).unwrap_or_default();
-    let series: [Series; 8] = [
+    let series: [Series; 14] = [
         ("telebridge_srt_rtt_ms", "gauge", |x| x.rtt_ms, "Round-trip time"),
         ("telebridge_srt_send_rate_mbps", "gauge", |x| x.send_rate_mbps, "Send rate"),
         ("telebridge_srt_receive_rate_mbps", "gauge", |x| x.receive_rate_mbps, "Receive rate"),
@@ -85,6 +85,22 @@ pub fn render(s: &DaemonStatus) -> String {
         ),
         ("telebridge_srt_packets_dropped_total", "counter", |x| x.packets_dropped as f64, "Packets dropped (too late)"),
         ("telebridge_srt_packets_received_total", "counter", |x| x.packets_received as f64, "Packets received"),
+        (
+            "telebridge_srt_packets_received_lost_total",
+            "counter",
+            |x| x.packets_received_lost as f64,
+            "Packets found missing on the way in (recovered or not)",
+        ),
+        (
+            "telebridge_srt_packets_received_dropped_total",
+            "counter",
+            |x| x.packets_received_dropped as f64,
+            "Packets the receiver gave up on (not recovered before their play time)",
+        ),
+        ("telebridge_srt_bandwidth_mbps", "gauge", |x| x.bandwidth_mbps, "Estimated link bandwidth"),
+        ("telebridge_srt_send_buffer_ms", "gauge", |x| x.send_buffer_ms as f64, "Sent and not yet acknowledged"),
+        ("telebridge_srt_receive_buffer_ms", "gauge", |x| x.receive_buffer_ms as f64, "Received and not yet delivered"),
+        ("telebridge_srt_flight_packets", "gauge", |x| x.flight_packets as f64, "Packets in flight"),
     ];
     if !links.is_empty() {
         for (metric, kind, value, help) in series {
