@@ -97,7 +97,7 @@ pub fn run(out: &Path, quick: bool) -> anyhow::Result<()> {
     println!("|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | {} | {:.1} % | {:.0} MB | {:.2} Mbit/s | {:.2} Mbit/s | {} / {} |",
+            "| {} | {} | {:.1} % | {:.1} MB | {:.2} Mbit/s | {:.2} Mbit/s | {} / {} |",
             r.callers,
             r.connected,
             r.cpu_pct,
@@ -108,6 +108,18 @@ pub fn run(out: &Path, quick: bool) -> anyhow::Result<()> {
             r.callers
         );
     }
+    let xs: Vec<f64> = rows.iter().map(|r| r.callers as f64).collect();
+    let (rss_per, _, rss_r2) = fit(&xs, &rows.iter().map(|r| r.rss_mb).collect::<Vec<_>>());
+    let (cpu_per, _, cpu_r2) = fit(&xs, &rows.iter().map(|r| r.cpu_pct).collect::<Vec<_>>());
+    println!(
+        "\nPer caller (least squares over {} to {} callers): RSS {:.2} MB (r2 {:.3}), CPU {:.2} % of a core (r2 {:.3})",
+        counts[0],
+        counts[counts.len() - 1],
+        rss_per,
+        rss_r2,
+        cpu_per,
+        cpu_r2
+    );
     if quick {
         for r in &rows {
             anyhow::ensure!(r.connected as usize == r.callers, "{} callers, {} connected", r.callers, r.connected);
@@ -129,4 +141,30 @@ pub fn run(out: &Path, quick: bool) -> anyhow::Result<()> {
         eprintln!("quick check passed: every caller connected, got video, and the bandwidth matches");
     }
     Ok(())
+}
+
+/// Least-squares line through (x, y): (slope, intercept, r²).
+fn fit(xs: &[f64], ys: &[f64]) -> (f64, f64, f64) {
+    let n = xs.len() as f64;
+    if xs.len() < 2 {
+        return (0.0, ys.first().copied().unwrap_or(0.0), 1.0);
+    }
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let sxy: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
+    let syy: f64 = ys.iter().map(|y| (y - my).powi(2)).sum();
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let r2 = if sxx > 0.0 && syy > 0.0 { sxy * sxy / (sxx * syy) } else { 1.0 };
+    (slope, my - slope * mx, r2)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fit_finds_the_line() {
+        let (slope, intercept, r2) = super::fit(&[1.0, 10.0, 25.0, 50.0], &[65.5, 68.2, 72.7, 80.2]);
+        assert!((slope - 0.3).abs() < 1e-9 && (intercept - 65.2).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-9);
+        let (_, _, r2) = super::fit(&[1.0, 2.0, 3.0, 4.0], &[1.0, 3.0, 2.0, 4.0]);
+        assert!(r2 < 0.9, "{r2}");
+    }
 }
