@@ -413,3 +413,64 @@ fn decoder_stats_carry_libsrts_receiver_drops_and_buffer() {
     assert!(buffer_ms > 0, "the receive buffer was never reported");
     assert!(s["input"]["ts_continuity_errors"].as_u64().unwrap_or(0) > 0, "the TS check saw no loss: {}", s["input"]);
 }
+
+/// Issue 12: ffmpeg calls the decoder with AES-192 and a stream id: the decoder's listener (on
+/// libsrt) decrypts it, plays it, and names the stream id the sender gave.
+#[test]
+fn ffmpeg_calls_with_aes_192_and_a_stream_id() {
+    let _serial = serial();
+    let dir = scratch("dec-aes192-streamid");
+    let port = free_udp_port();
+    let pass = "aes-192-passphrase";
+    let mut dec = decoder(
+        &dir,
+        "decoder",
+        &format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen=24"),
+        &["--duration", "10s"],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-nostdin", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"])
+        .args(["-t", "6", "-c:v", "libx264", "-f", "mpegts"])
+        .arg(format!("srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen=24&streamid=#!::r=live/cam1"));
+    let sender = Proc::spawn(cmd, &dir, "ffmpeg");
+    assert!(dec.wait_timeout(Duration::from_secs(30)).expect("decoder exits").success());
+    drop(sender);
+    let lines = json_lines(&dir.join("decoder.stdout"));
+    let named = lines.iter().find(|l| l["input"]["state"] == "receiving").map(|l| l["input"]["stream_id"].clone());
+    let s = summary(&dir.join("decoder.stdout"));
+    let frames = s["decoder"]["frames_decoded"].as_u64().unwrap_or(0);
+    eprintln!("stream id while receiving: {named:?}; frames decoded: {frames}");
+    assert!(frames > 50, "{frames} frames decoded; see {}", dir.display());
+    assert_eq!(named, Some(serde_json::json!("#!::r=live/cam1")), "see {}", dir.display());
+    assert_eq!(s["input"]["srt"]["packets_undecrypted"], 0, "{}", s["input"]);
+}
+
+/// Issue 12: GStreamer's own `srtsink` as the sender (a caller) into the decoder's listener, now
+/// that the decoder's SRT is libsrt itself: the two must meet as any two SRT ends do.
+#[test]
+fn decodes_gstreamer_srtsink() {
+    let _serial = serial();
+    let dir = scratch("dec-srtsink");
+    let port = free_udp_port();
+    let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener"), &["--duration", "10s"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let mut cmd = Command::new("gst-launch-1.0");
+    cmd.args([
+        "-q",
+        "videotestsrc",
+        "is-live=true",
+        "num-buffers=150",
+        "!",
+        "video/x-raw,width=640,height=360,framerate=25/1",
+    ])
+    .args(["!", "x264enc", "tune=zerolatency", "key-int-max=25", "!", "h264parse", "!", "mpegtsmux", "alignment=7"])
+    .args(["!", "srtsink", &format!("uri=srt://127.0.0.1:{port}?mode=caller"), "wait-for-connection=true"]);
+    let sender = Proc::spawn(cmd, &dir, "srtsink");
+    assert!(dec.wait_timeout(Duration::from_secs(30)).expect("decoder exits").success());
+    drop(sender);
+    let s = summary(&dir.join("decoder.stdout"));
+    let frames = s["decoder"]["frames_decoded"].as_u64().unwrap_or(0);
+    eprintln!("frames decoded from srtsink: {frames}; input at exit: {}", s["input"]);
+    assert!(frames >= 100, "{frames} frames of 150; see {}", dir.display());
+}

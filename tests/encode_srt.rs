@@ -443,3 +443,26 @@ fn callers_arriving_at_once_all_receive_video() {
     }
     assert_eq!(most as usize, 2 * n, "the stats never showed every caller at once");
 }
+
+/// Issue 12: rendezvous with srt-live-transmit (both ends call each other, as across two NATs):
+/// the encoder binds its own port, calls the other's, and srt-live-transmit writes what it gets.
+#[test]
+fn rendezvous_with_srt_live_transmit() {
+    let _serial = serial();
+    let dir = scratch("rendezvous-slt");
+    let (ours, theirs) = (free_udp_port(), free_udp_port());
+    let out = dir.join("received.ts");
+    let _rx = slt_to_file(&format!("srt://127.0.0.1:{ours}?mode=rendezvous&port={theirs}"), &out, &dir, "slt");
+    let mut enc = encoder(
+        &dir,
+        "encoder",
+        &[&format!("srt://127.0.0.1:{theirs}?mode=rendezvous&localport={ours}")],
+        &["--size", "640x360", "--fps", "25", "--duration", "6s"],
+    );
+    assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
+    let s = summary(&dir.join("encoder.stdout"));
+    eprintln!("encoder's output at exit: {}", s["outputs"][0]);
+    assert!(s["outputs"][0]["srt"]["acks_received"].as_i64().unwrap_or(0) > 10, "{s}");
+    let frames = decodable_frames(&out);
+    assert!(frames >= 75, "only {frames} decodable frames of ~150; see {}", dir.display());
+}

@@ -59,6 +59,8 @@ pub struct InputStatus {
     pub bytes: u64,
     /// Milliseconds since the last data (null before any).
     pub last_data_ms_ago: Option<u64>,
+    /// The stream id the connected sender gave (`streamid=` in its URL), if any.
+    pub stream_id: Option<String>,
 }
 
 /// Why an input could not be created.
@@ -93,6 +95,7 @@ impl SrtInput {
             not_ts_packets: 0,
             bytes: 0,
             last_data_ms_ago: None,
+            stream_id: None,
         };
         let (status_tx, status_rx) = watch::channel(initial);
         // A listener whose caller left listens again at once; a caller backs off.
@@ -188,6 +191,7 @@ impl Job for Worker {
             s.state = InputState::Retrying;
             s.reason = Some(reason);
             s.reconnects = attempts;
+            s.stream_id = None;
         });
     }
 
@@ -266,6 +270,8 @@ impl Worker {
         }
         let connected = Instant::now();
         self.slot(|s| *s = SenderSlot { connected: true, last_data: Some(connected) });
+        let stream_id = first.stream_id();
+        self.status.send_modify(|s| s.stream_id = stream_id);
         let mut buf = vec![0u8; 1500];
         let mut ready = Vec::new();
         let mut receiving = false;
@@ -283,6 +289,8 @@ impl Worker {
                         epoll.remove_id(current);
                         let _ = epoll.add(&new);
                         self.cc.reset();
+                        let stream_id = new.stream_id();
+                        self.status.send_modify(|s| s.stream_id = stream_id);
                         replaced = Some(new);
                     }
                 } else if r.socket == current {
