@@ -265,6 +265,16 @@ impl SrtOutput {
         }
     }
 
+    /// libsrt's counters of each connection now, read on demand: for a control loop that needs
+    /// a finer step than the status (which is refreshed every 200 ms). `(peer address, stats)`.
+    pub fn stats_now(&self) -> Vec<(Option<String>, SrtStats)> {
+        self.shared
+            .conns()
+            .iter()
+            .filter_map(|c| c.socket.stats().map(|p| (c.addr.clone(), SrtStats::from_perf(&p))))
+            .collect()
+    }
+
     /// The output's status, updated a few times a second.
     pub fn status(&self) -> watch::Receiver<OutputStatus> {
         self.status.clone()

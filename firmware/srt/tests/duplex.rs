@@ -88,6 +88,10 @@ fn both_ways(query: &str) {
     std::thread::sleep(Duration::from_millis(400));
     let (sa, sb) = (a.status().borrow().clone(), b.status().borrow().clone());
     assert_eq!((sa.callers, sb.callers), (1, 1));
+    // The same counters on demand, between two status refreshes.
+    let now = b.stats_now();
+    assert_eq!(now.len(), 1);
+    assert!(now[0].1.packets_sent >= 200 && now[0].1.packets_received >= 200, "{now:?}");
     for s in [&sa, &sb] {
         assert!(s.srt.packets_sent >= 200 && s.srt.packets_received >= 200, "{}: {:?}", s.name, s.srt);
         assert_eq!(s.srt.packets_undecrypted, 0, "{}: {:?}", s.name, s.srt);
