@@ -113,15 +113,22 @@ pub const FILE_MODE: u32 = 0o600;
 /// replaces as `path.prev` (also 0600).
 pub fn save_atomic(path: &Path, config: &Config) -> io::Result<()> {
     let text = toml::to_string_pretty(config).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    write_secret_file(path, text.as_bytes())
+}
+
+/// Writes `bytes` to `path` atomically, readable by its owner only (mode 0600, whatever the file
+/// had), keeping the file it replaces as `path.prev` (also 0600): for anything holding secrets
+/// (the configuration, a pairing).
+pub fn write_secret_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let file_name =
-        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "config path has no file name"))?;
+        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
     let tmp = dir.join(format!(".{}.tmp-{}", file_name.to_string_lossy(), std::process::id()));
     {
         let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(FILE_MODE).open(&tmp)?;
         // A leftover temporary file from a crash keeps its old mode through open: set it.
         f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
-        f.write_all(text.as_bytes())?;
+        f.write_all(bytes)?;
         f.sync_all()?;
     }
     if path.exists() {

@@ -14,7 +14,7 @@ mod source;
 mod srt_url;
 mod validate;
 
-pub use file::{load, parse, save_atomic, LoadError, DEFAULT_PATH};
+pub use file::{load, parse, save_atomic, write_secret_file, LoadError, DEFAULT_PATH};
 pub use host::check_host;
 pub use model::{AudioConfig, Config, DecoderConfig, GpioConfig, OutputConfig, VideoConfig, WebConfig, HIDDEN};
 pub use output_url::{FileSpec, OutputUrlError, RtmpUrl};

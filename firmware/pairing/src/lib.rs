@@ -12,7 +12,10 @@
 pub mod code;
 pub mod exchange;
 pub mod guard;
+pub mod store;
+pub mod wire;
 
 pub use code::{CodeError, PairingCode};
 pub use exchange::{Confirm, Hello, PairError, PairSecrets, Pending, Side, StreamKeys};
 pub use guard::{CodeGuard, Refusal};
+pub use store::{PairRecord, StoreError};

@@ -1,0 +1,169 @@
+//! A pairing as each box keeps it: one file, owner-only (0600), written atomically; unpairing
+//! removes it (and its `.prev`). The secrets are [`Secret`]s: `Debug` and `Display` print `****`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use telebridge_config::Secret;
+
+use crate::exchange::{PairSecrets, Side};
+
+/// The pairing a box keeps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairRecord {
+    /// Names the pair (not secret).
+    pub pair_id: String,
+    /// The other box's id.
+    pub peer_id: String,
+    /// `a` when this box showed the code, `b` when it was typed into it.
+    pub side: StoredSide,
+    /// A's stream to B: its SRT stream id.
+    pub a_to_b_stream_id: String,
+    /// A's stream to B: its SRT passphrase.
+    pub a_to_b_passphrase: Secret,
+    /// B's stream to A: its SRT stream id.
+    pub b_to_a_stream_id: String,
+    /// B's stream to A: its SRT passphrase.
+    pub b_to_a_passphrase: Secret,
+    /// The key the two boxes prove themselves with later.
+    pub pair_key: Secret,
+    /// When the pairing was made (Unix seconds).
+    pub paired_at_unix: u64,
+}
+
+/// [`Side`] as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoredSide {
+    /// This box showed the code.
+    A,
+    /// The code was typed into this box.
+    B,
+}
+
+impl PairRecord {
+    /// The record of a pairing just made on `side`.
+    pub fn new(side: Side, secrets: PairSecrets, paired_at_unix: u64) -> Self {
+        Self {
+            pair_id: secrets.pair_id,
+            peer_id: secrets.peer_id,
+            side: match side {
+                Side::A => StoredSide::A,
+                Side::B => StoredSide::B,
+            },
+            a_to_b_stream_id: secrets.a_to_b.stream_id,
+            a_to_b_passphrase: secrets.a_to_b.passphrase,
+            b_to_a_stream_id: secrets.b_to_a.stream_id,
+            b_to_a_passphrase: secrets.b_to_a.passphrase,
+            pair_key: secrets.pair_key,
+            paired_at_unix,
+        }
+    }
+}
+
+/// Why a stored pairing could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: io::Error,
+    },
+    /// The file is not a pairing record.
+    #[error("{path} is not a pairing record ({message}); unpair and pair again")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The parser's words.
+        message: String,
+    },
+}
+
+/// Saves `record` to `path` (0600, atomically; the previous one kept as `.prev`).
+pub fn save(path: &Path, record: &PairRecord) -> Result<(), StoreError> {
+    let io_err = |source| StoreError::Io { path: path.to_path_buf(), source };
+    let text = toml::to_string_pretty(record).map_err(|e| io_err(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+    telebridge_config::write_secret_file(path, text.as_bytes()).map_err(io_err)
+}
+
+/// The pairing at `path`; `None` when there is none.
+pub fn load(path: &Path) -> Result<Option<PairRecord>, StoreError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(StoreError::Io { path: path.to_path_buf(), source }),
+    };
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|e| StoreError::Invalid { path: path.to_path_buf(), message: e.message().to_string() })
+}
+
+/// Forgets the pairing at `path` (and its `.prev`): unpairing.
+pub fn remove(path: &Path) -> Result<(), StoreError> {
+    let mut prev = path.as_os_str().to_owned();
+    prev.push(".prev");
+    for p in [path.to_path_buf(), PathBuf::from(prev)] {
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => return Err(StoreError::Io { path: p, source }),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::exchange::StreamKeys;
+
+    fn record() -> PairRecord {
+        let keys = |d: &str| StreamKeys {
+            stream_id: format!("telebridge/0123/{d}"),
+            passphrase: Secret::new(format!("{d}-{}", "9".repeat(60))),
+        };
+        let secrets = PairSecrets {
+            pair_id: "0123456789abcdef".into(),
+            peer_id: "box-b".into(),
+            a_to_b: keys("a-to-b"),
+            b_to_a: keys("b-to-a"),
+            pair_key: Secret::new("k".repeat(64)),
+        };
+        PairRecord::new(Side::A, secrets, 1_796_000_000)
+    }
+
+    #[test]
+    fn saved_owner_only_read_back_the_same_and_removed_with_its_prev() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pairing.toml");
+        assert!(load(&path).unwrap().is_none());
+        save(&path, &record()).unwrap();
+        save(&path, &record()).unwrap();
+        for p in [path.clone(), dir.path().join("pairing.toml.prev")] {
+            assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600, "{}", p.display());
+        }
+        assert_eq!(load(&path).unwrap(), Some(record()));
+        remove(&path).unwrap();
+        assert!(!path.exists() && !dir.path().join("pairing.toml.prev").exists());
+        remove(&path).unwrap();
+    }
+
+    #[test]
+    fn secrets_never_in_debug_and_a_bad_file_says_what_to_do() {
+        let r = record();
+        let shown = format!("{r:?}");
+        assert!(!shown.contains("999999") && !shown.contains("kkkk"), "{shown}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pairing.toml");
+        std::fs::write(&path, "pair_id = 3\n").unwrap();
+        let e = load(&path).unwrap_err().to_string();
+        assert!(e.contains("is not a pairing record") && e.ends_with("unpair and pair again"), "{e}");
+    }
+}
