@@ -12,10 +12,12 @@
 pub mod code;
 pub mod exchange;
 pub mod guard;
+pub mod session;
 pub mod store;
 pub mod wire;
 
 pub use code::{CodeError, PairingCode};
 pub use exchange::{Confirm, Hello, PairError, PairSecrets, Pending, Side, StreamKeys};
 pub use guard::{CodeGuard, Refusal};
+pub use session::{Shower, ShowerError, Typer, TyperError};
 pub use store::{PairRecord, StoreError};

@@ -82,7 +82,10 @@ pub fn hello_to_json(h: &Hello) -> String {
 
 /// A hello read from JSON.
 pub fn hello_from_json(text: &str) -> Result<Hello, WireError> {
-    let j: HelloJson = parse(text)?;
+    hello_from_parts(parse(text)?)
+}
+
+fn hello_from_parts(j: HelloJson) -> Result<Hello, WireError> {
     let side = match j.side.as_str() {
         "a" => Side::A,
         "b" => Side::B,
@@ -94,6 +97,28 @@ pub fn hello_from_json(text: &str) -> Result<Hello, WireError> {
     // An Ed25519-group SPAKE2 message: one side byte and a 32-byte point.
     let message = unhex("message", &j.message, 33)?;
     Ok(Hello { side, box_id: j.box_id, message })
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerJson {
+    hello: HelloJson,
+    confirm: ConfirmJson,
+}
+
+/// A's answer to B's hello: A's hello and A's confirmation, as JSON.
+pub fn answer_to_json(h: &Hello, c: &Confirm) -> String {
+    format!(r#"{{"hello":{},"confirm":{}}}"#, hello_to_json(h), confirm_to_json(c))
+}
+
+/// A's answer read from JSON.
+pub fn answer_from_json(text: &str) -> Result<(Hello, Confirm), WireError> {
+    let j: AnswerJson = parse(text)?;
+    let hello = hello_from_parts(j.hello)?;
+    let bytes = unhex("mac", &j.confirm.mac, 32)?;
+    let mut mac = [0u8; 32];
+    mac.copy_from_slice(&bytes);
+    Ok((hello, Confirm { mac }))
 }
 
 /// A confirmation as JSON.
