@@ -409,7 +409,6 @@ fn decoder_stats_carry_libsrts_receiver_drops_and_buffer() {
         (srt["packets_received_lost"].as_i64().unwrap_or(0), srt["packets_received_dropped"].as_i64().unwrap_or(0));
     assert!(lost > 0, "an 8 % lossy link and no loss counted: {srt}");
     assert!(dropped > 0, "retransmissions later than the latency and no receiver drop: {srt}");
-    assert!(dropped < lost, "every lost packet given up: {srt}");
     assert!(buffer_ms > 0, "the receive buffer was never reported");
     assert!(s["input"]["ts_continuity_errors"].as_u64().unwrap_or(0) > 0, "the TS check saw no loss: {}", s["input"]);
 }
