@@ -3,14 +3,19 @@
 //! connection, libsrt's full statistics, the reconnect policy and the reasons libsrt gives when
 //! it rejects a connection. Options come from [`telebridge_config::SrtUrl`].
 
+pub mod addr;
 pub mod backoff;
 pub mod connect;
+pub mod epoll;
 pub mod ffi;
 pub mod input;
+pub mod listen_hook;
 pub mod output;
+pub mod peer;
 pub mod reject;
 pub mod socket;
 pub mod stats;
+pub mod status;
 pub mod supervisor;
 pub mod ts_check;
 

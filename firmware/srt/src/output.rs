@@ -11,84 +11,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use telebridge_config::{SrtMode, SrtUrl};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::connect::{dial, peer_label};
+use crate::peer::{ack_timeout, Peer, PeerWatch};
 use crate::reject::{rejected_since, RejectLog};
-use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, SendError, SockState, Socket, SrtError};
+use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, Ready, SendError, SockState, Socket, SrtError};
 use crate::stats::LifeTotals;
+pub use crate::status::{OutputState, OutputStatus};
 use crate::supervisor::{Attempt, Control, Job, Supervisor};
 use crate::{Backoff, SrtStats};
-
-/// Where an output is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutputState {
-    /// Calling the peer (caller, rendezvous).
-    Connecting,
-    /// Listening, no caller yet.
-    Listening,
-    /// Connected and sending (for a listener: at least one caller).
-    Live,
-    /// The last attempt failed; waiting before the next (see `reason`).
-    Retrying,
-    /// Stopped on request.
-    Stopped,
-    /// Given up until reconfigured (a full disk, a removed USB stick).
-    Failed,
-}
-
-/// What an output reports: state, reason when not live, counters.
-#[derive(Debug, Clone, Serialize)]
-pub struct OutputStatus {
-    /// The output's name.
-    pub name: String,
-    /// Its URL without secrets.
-    pub url: String,
-    /// Current state.
-    pub state: OutputState,
-    /// Why it is not live, in words (e.g. "passphrase rejected: ...").
-    pub reason: Option<String>,
-    /// Reconnects so far.
-    pub reconnects: u32,
-    /// Connected callers (listener) or 0/1.
-    pub callers: usize,
-    /// Counters summed over connections.
-    pub srt: SrtStats,
-    /// Per-caller counters in listener mode: (address, stats).
-    pub per_caller: Vec<(String, SrtStats)>,
-    /// The last rejected caller's reason, in listener mode.
-    pub last_rejection: Option<String>,
-    /// Buffers dropped at this output's queue because the link could not keep up.
-    pub queue_dropped: u64,
-    /// Bytes written to the network or the disk (RTMP and recording outputs).
-    pub bytes_written: u64,
-    /// `srt`, `rtmp` or `file`.
-    pub kind: &'static str,
-}
-
-impl OutputStatus {
-    /// A fresh status for an output of `kind`.
-    pub fn new(kind: &'static str, name: String, url: String, state: OutputState) -> Self {
-        Self {
-            name,
-            url,
-            state,
-            reason: None,
-            reconnects: 0,
-            callers: 0,
-            srt: SrtStats::default(),
-            per_caller: Vec::new(),
-            last_rejection: None,
-            queue_dropped: 0,
-            bytes_written: 0,
-            kind,
-        }
-    }
-}
 
 /// Why an output could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -105,61 +39,6 @@ pub struct SrtOutput {
     shared: Arc<Shared>,
     status: watch::Receiver<OutputStatus>,
     supervisor: Supervisor,
-}
-
-/// How long a caller may send without an ACK before it counts the receiver as gone. libsrt
-/// itself needs about 5 s whatever `peeridletimeo` says (it also waits for 16 expiry periods of
-/// at least 300 ms); a receiver that restarts should get video again in well under that. A
-/// `peeridletimeo` in the URL overrides it.
-fn ack_timeout(url: &SrtUrl, rtt: Duration) -> Duration {
-    url.peer_idle_timeout.unwrap_or_else(|| (rtt * 4).max(Duration::from_secs(2)))
-}
-
-/// Whether a caller's receiver is still there, from the counters libsrt gives it: a receiver
-/// acknowledges what it gets, so a caller that sends and hears no ACK for [`ack_timeout`] has
-/// lost it. Pure: fed readings and the time, tested without waiting.
-#[derive(Debug, Clone)]
-pub struct PeerWatch {
-    last_acks: i64,
-    last_sent: i64,
-    last_heard: Instant,
-}
-
-/// What [`PeerWatch::observe`] concluded.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Peer {
-    /// An ACK arrived since the last reading.
-    Heard,
-    /// No ACK, but nothing to acknowledge either (or not for long).
-    Quiet,
-    /// Sending without an ACK for this long, past the timeout: the receiver is gone.
-    Gone(Duration),
-}
-
-impl PeerWatch {
-    /// A watch starting at `now` (the connection attempt).
-    pub fn new(now: Instant) -> Self {
-        Self { last_acks: 0, last_sent: 0, last_heard: now }
-    }
-
-    /// One reading of the counters at `now`; `timeout` is [`ack_timeout`] for the link.
-    pub fn observe(&mut self, acks: i64, sent: i64, now: Instant, timeout: Duration) -> Peer {
-        let acked = acks > self.last_acks;
-        let sending = sent > self.last_sent;
-        self.last_acks = acks;
-        self.last_sent = sent;
-        if acked || !sending {
-            self.last_heard = now;
-        }
-        let silent = now.saturating_duration_since(self.last_heard);
-        if acked {
-            Peer::Heard
-        } else if silent > timeout {
-            Peer::Gone(silent)
-        } else {
-            Peer::Quiet
-        }
-    }
 }
 
 /// Room for callers whose handshakes reach a listener at the same moment (libsrt's backlog).
@@ -348,6 +227,22 @@ const WAIT: Duration = TICK;
 /// How often a listener that only sends looks for new callers.
 const POLL: Duration = Duration::from_millis(20);
 
+/// Waits for the next thing to do: on `epoll` when there is one (a duplex output), else only
+/// for a stop, up to `idle`. `ready` is emptied or filled. `true` when the output must stop.
+fn stop_or_wait(control: &Control, epoll: Option<&Epoll>, idle: Duration, ready: &mut Vec<Ready>) -> bool {
+    ready.clear();
+    match epoll {
+        Some(e) => {
+            if control.stop_within(Duration::ZERO) {
+                return true;
+            }
+            e.wait(WAIT, ready);
+            false
+        }
+        None => control.stop_within(idle),
+    }
+}
+
 impl Worker {
     /// A listener: any number of callers, each added to the fan-out when its handshake
     /// completes. `None` when stopped, else why it ended.
@@ -389,18 +284,8 @@ impl Worker {
         let mut buf = vec![0u8; 1500];
         let mut ready = Vec::new();
         loop {
-            match &epoll {
-                Some(e) => {
-                    if control.stop_within(Duration::ZERO) {
-                        return None;
-                    }
-                    e.wait(WAIT, &mut ready);
-                }
-                None => {
-                    if control.stop_within(POLL) {
-                        return None;
-                    }
-                }
+            if stop_or_wait(control, epoll.as_ref(), POLL, &mut ready) {
+                return None;
             }
             while let Ok(Some((sock, addr))) = listener.accept() {
                 let addr = addr.map(|a| a.to_string());
@@ -492,21 +377,11 @@ impl Worker {
         let mut buf = vec![0u8; 1500];
         let mut ready = Vec::new();
         loop {
-            match &epoll {
-                Some(e) => {
-                    if control.stop_within(Duration::ZERO) {
-                        return None;
-                    }
-                    e.wait(WAIT, &mut ready);
-                    if ready.iter().any(|r| r.readable) {
-                        self.drain(&conn.socket, &mut buf);
-                    }
-                }
-                None => {
-                    if control.stop_within(TICK) {
-                        return None;
-                    }
-                }
+            if stop_or_wait(control, epoll.as_ref(), TICK, &mut ready) {
+                return None;
+            }
+            if ready.iter().any(|r| r.readable) {
+                self.drain(&conn.socket, &mut buf);
             }
             if conn.socket.state() != SockState::Connected {
                 return Some(format!("connection lost: {} closed the connection or stopped answering", self.peer()));
@@ -570,40 +445,5 @@ impl Worker {
 
     fn peer(&self) -> String {
         peer_label(&self.url)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_receiver_that_stops_acknowledging_is_gone_after_the_timeout() {
-        let t0 = Instant::now();
-        let ms = |n: u64| t0 + Duration::from_millis(n);
-        let timeout = Duration::from_secs(2);
-        let mut w = PeerWatch::new(t0);
-        // Connecting: nothing sent, nothing heard: quiet, however long.
-        assert_eq!(w.observe(0, 0, ms(3000), timeout), Peer::Quiet);
-        // Live: ACKs arrive while sending.
-        assert_eq!(w.observe(10, 100, ms(3200), timeout), Peer::Heard);
-        assert_eq!(w.observe(25, 300, ms(3400), timeout), Peer::Heard);
-        // The receiver goes: packets go out, no ACK comes back.
-        assert_eq!(w.observe(25, 500, ms(4400), timeout), Peer::Quiet);
-        assert_eq!(w.observe(25, 700, ms(5400), timeout), Peer::Quiet, "exactly at the timeout: not yet");
-        assert_eq!(w.observe(25, 900, ms(5600), timeout), Peer::Gone(Duration::from_millis(2200)));
-        // Not sending (the encoder paused) is not silence.
-        let mut w = PeerWatch::new(t0);
-        assert_eq!(w.observe(5, 50, ms(200), timeout), Peer::Heard);
-        assert_eq!(w.observe(5, 50, ms(9000), timeout), Peer::Quiet);
-    }
-
-    #[test]
-    fn ack_timeout_scales_with_rtt_and_obeys_the_url() {
-        let url = SrtUrl::parse("srt://h:1").unwrap();
-        assert_eq!(ack_timeout(&url, Duration::from_millis(20)), Duration::from_secs(2));
-        assert_eq!(ack_timeout(&url, Duration::from_millis(800)), Duration::from_millis(3200));
-        let url = SrtUrl::parse("srt://h:1?peeridletimeo=5000").unwrap();
-        assert_eq!(ack_timeout(&url, Duration::from_millis(20)), Duration::from_secs(5));
     }
 }

@@ -1,6 +1,7 @@
-//! A safe layer over [`crate::ffi`]: one [`Socket`] per libsrt socket (closed when dropped), an
-//! [`Epoll`] to wait on many, the options an [`SrtUrl`] asks for, statistics, and the listen
-//! hook that admits or refuses a caller by its stream id before the handshake completes.
+//! A safe layer over [`crate::ffi`]: one [`Socket`] per libsrt socket (closed when dropped), the
+//! options an [`SrtUrl`] asks for, statistics, sending and receiving. Addresses are in
+//! [`crate::addr`], waiting on many sockets in [`crate::epoll`], the listen hook in
+//! [`crate::listen_hook`] (re-exported here).
 //!
 //! libsrt's calls are thread-safe on a socket id, so a connection can be sent to from the
 //! encoder's thread while the output's own thread reads its statistics; a closed id just
@@ -8,12 +9,16 @@
 #![allow(unsafe_code)]
 
 use std::ffi::CStr;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use libc::{c_char, c_int, c_void, sockaddr, sockaddr_in, sockaddr_in6, sockaddr_storage};
+use libc::{c_char, c_int, c_void, sockaddr_storage};
 use telebridge_config::{SrtMode, SrtUrl};
+
+use crate::addr::{from_raw, to_raw};
+pub use crate::addr::{local_bind, resolve};
+pub use crate::epoll::{Epoll, Ready};
+pub use crate::listen_hook::{reject_words, Admit, ListenHook, ListenHookGuard};
 
 use crate::ffi;
 
@@ -28,7 +33,7 @@ pub struct SrtError {
 }
 
 impl SrtError {
-    fn last() -> Self {
+    pub(crate) fn last() -> Self {
         // SAFETY: both read libsrt's thread-local last error; the string is libsrt's own,
         // valid until the next call on this thread, copied at once.
         unsafe {
@@ -53,7 +58,7 @@ impl SrtError {
         wait
     }
 
-    fn ours(text: impl Into<String>) -> Self {
+    pub(crate) fn ours(text: impl Into<String>) -> Self {
         Self { code: -1, text: text.into() }
     }
 
@@ -63,7 +68,7 @@ impl SrtError {
     }
 }
 
-fn check(rc: c_int) -> Result<c_int, SrtError> {
+pub(crate) fn check(rc: c_int) -> Result<c_int, SrtError> {
     if rc == ffi::SRT_ERROR {
         Err(SrtError::last())
     } else {
@@ -103,80 +108,6 @@ pub enum SockState {
     Broken,
 }
 
-/// Converts an address for libsrt.
-fn to_raw(addr: &SocketAddr) -> (sockaddr_storage, c_int) {
-    // SAFETY: sockaddr_storage is plain data; all zeroes is a valid value.
-    let mut storage: sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = match addr {
-        SocketAddr::V4(a) => {
-            let sin = sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
-            unsafe { std::ptr::write(std::ptr::addr_of_mut!(storage).cast::<sockaddr_in>(), sin) };
-            std::mem::size_of::<sockaddr_in>()
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: as above, for sockaddr_in6.
-            unsafe { std::ptr::write(std::ptr::addr_of_mut!(storage).cast::<sockaddr_in6>(), sin6) };
-            std::mem::size_of::<sockaddr_in6>()
-        }
-    };
-    (storage, len as c_int)
-}
-
-/// Reads an address libsrt wrote; `None` for a family other than IPv4/IPv6.
-///
-/// # Safety
-/// `raw` must point at a valid `sockaddr` of its family's size.
-unsafe fn from_raw(raw: *const sockaddr) -> Option<SocketAddr> {
-    if raw.is_null() {
-        return None;
-    }
-    match c_int::from((*raw).sa_family) {
-        libc::AF_INET => {
-            let a = &*raw.cast::<sockaddr_in>();
-            let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-            Some(SocketAddr::from((ip, u16::from_be(a.sin_port))))
-        }
-        libc::AF_INET6 => {
-            let a = &*raw.cast::<sockaddr_in6>();
-            let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
-            if let Some(v4) = ip.to_ipv4_mapped() {
-                // A dual-stack listener's IPv4 caller: show it as the IPv4 address it is.
-                return Some(SocketAddr::from((v4, u16::from_be(a.sin6_port))));
-            }
-            Some(SocketAddr::V6(std::net::SocketAddrV6::new(
-                ip,
-                u16::from_be(a.sin6_port),
-                a.sin6_flowinfo,
-                a.sin6_scope_id,
-            )))
-        }
-        _ => None,
-    }
-}
-
-/// Resolves `host:port` (a name, an IPv4 or an IPv6 address).
-pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, SrtError> {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|e| SrtError::ours(format!("cannot resolve {host}: {e}")))?
-        .next()
-        .ok_or_else(|| SrtError::ours(format!("{host} has no address")))
-}
-
 /// The most packets in flight per connection (`SRTO_FC`). libsrt sizes each connection's loss
 /// lists by it whether they are used or not (its default, 25600, cost a listener about 0.75 MB
 /// per caller); 8192 packets in flight still carry 86 Mbit/s over a 1 s round trip, more than
@@ -209,7 +140,7 @@ impl Socket {
         Ok(s)
     }
 
-    fn from_id(id: ffi::SRTSOCKET) -> Self {
+    pub(crate) fn from_id(id: ffi::SRTSOCKET) -> Self {
         Self { id }
     }
 
@@ -435,7 +366,8 @@ impl Socket {
         let raw = Box::into_raw(Box::new(hook));
         // SAFETY: the pointer stays valid until the guard drops it, after the socket is closed
         // (the guard is held next to the socket and dropped after it).
-        let rc = unsafe { ffi::srt_listen_callback(self.id, listen_trampoline, raw as *mut c_void) };
+        let rc =
+            unsafe { ffi::srt_listen_callback(self.id, crate::listen_hook::listen_trampoline, raw as *mut c_void) };
         if rc == ffi::SRT_ERROR {
             // SAFETY: libsrt did not take the pointer; reclaim it.
             drop(unsafe { Box::from_raw(raw) });
@@ -449,186 +381,5 @@ impl Drop for Socket {
     fn drop(&mut self) {
         // SAFETY: closing an id twice or a gone id is harmless in libsrt.
         unsafe { ffi::srt_close(self.id) };
-    }
-}
-
-/// What a listen hook decides for one caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Admit {
-    /// Let it in; with this passphrase (`None`: the listener's own).
-    Accept(Option<String>),
-    /// Refuse it with this code (`SRT_REJX_*`, 1400-1499), which the caller sees.
-    Reject(i32),
-}
-
-/// A listener's admission check: (the caller's stream id, its address) -> decision.
-pub type ListenHook = dyn Fn(&str, Option<SocketAddr>) -> Admit + Send + Sync;
-
-/// Keeps a listen hook alive while its listener lives; drop it after the listener.
-#[derive(Debug)]
-pub struct ListenHookGuard(*mut Arc<ListenHook>);
-
-// SAFETY: the hook it points to is Send + Sync; the guard only frees it.
-unsafe impl Send for ListenHookGuard {}
-
-impl Drop for ListenHookGuard {
-    fn drop(&mut self) {
-        // SAFETY: made by Box::into_raw in set_listen_hook, dropped once here.
-        drop(unsafe { Box::from_raw(self.0) });
-    }
-}
-
-unsafe extern "C" fn listen_trampoline(
-    opaq: *mut c_void,
-    ns: ffi::SRTSOCKET,
-    _hsversion: c_int,
-    peeraddr: *const sockaddr,
-    streamid: *const c_char,
-) -> c_int {
-    // SAFETY: `opaq` is the hook installed by set_listen_hook, alive while the listener is.
-    let hook = unsafe { &*(opaq as *const Arc<ListenHook>) };
-    let sid = if streamid.is_null() {
-        String::new()
-    } else {
-        // SAFETY: libsrt passes a NUL-terminated string valid for the call.
-        unsafe { CStr::from_ptr(streamid) }.to_string_lossy().into_owned()
-    };
-    // SAFETY: libsrt passes a valid address for the call.
-    let addr = unsafe { from_raw(peeraddr) };
-    let decision = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&sid, addr)))
-        .unwrap_or(Admit::Reject(ffi::SRT_REJX_OVERLOAD));
-    let new = std::mem::ManuallyDrop::new(Socket::from_id(ns));
-    match decision {
-        Admit::Accept(None) => 0,
-        Admit::Accept(Some(pass)) => match new.set_passphrase(&pass) {
-            Ok(()) => 0,
-            Err(_) => {
-                // SAFETY: plain call on the socket being accepted.
-                unsafe { ffi::srt_setrejectreason(ns, ffi::SRT_REJX_UNAUTHORIZED) };
-                -1
-            }
-        },
-        Admit::Reject(code) => {
-            // SAFETY: plain call on the socket being accepted.
-            unsafe { ffi::srt_setrejectreason(ns, code) };
-            -1
-        }
-    }
-}
-
-/// libsrt's words for a reject code.
-pub fn reject_words(code: i32) -> String {
-    match code {
-        ffi::SRT_REJX_BAD_REQUEST => "the listener does not know this stream id".into(),
-        ffi::SRT_REJX_UNAUTHORIZED => "the listener refused the credentials".into(),
-        ffi::SRT_REJX_OVERLOAD => "the listener is full".into(),
-        ffi::SRT_REJX_NOTFOUND => "no such stream at the listener".into(),
-        ffi::SRT_REJX_CONFLICT => "the listener's stream is taken (another sender is connected)".into(),
-        c => {
-            // SAFETY: libsrt returns a static string for any id (a generic one when unknown).
-            let s = unsafe { ffi::srt_rejectreason_str(c) };
-            if s.is_null() {
-                format!("code {c}")
-            } else {
-                // SAFETY: NUL-terminated static string.
-                unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
-            }
-        }
-    }
-}
-
-/// An epoll over libsrt sockets: one thread waits on all of them.
-#[derive(Debug)]
-pub struct Epoll {
-    id: c_int,
-}
-
-/// What [`Epoll::wait`] saw on one socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ready {
-    /// The socket's id.
-    pub socket: i32,
-    /// Data (or a caller) waiting.
-    pub readable: bool,
-    /// Broken or closed.
-    pub error: bool,
-}
-
-impl Epoll {
-    /// A new epoll that waits even when empty.
-    pub fn new() -> Result<Self, SrtError> {
-        startup();
-        // SAFETY: plain call.
-        let id = check(unsafe { ffi::srt_epoll_create() })?;
-        // SAFETY: plain call on our epoll.
-        unsafe { ffi::srt_epoll_set(id, ffi::SRT_EPOLL_ENABLE_EMPTY) };
-        Ok(Self { id })
-    }
-
-    /// Watches `s` for data (or callers) and errors.
-    pub fn add(&self, s: &Socket) -> Result<(), SrtError> {
-        let events = ffi::SRT_EPOLL_IN | ffi::SRT_EPOLL_ERR;
-        // SAFETY: `events` is valid for the call.
-        check(unsafe { ffi::srt_epoll_add_usock(self.id, s.id, &events) }).map(drop)
-    }
-
-    /// Stops watching `s`.
-    pub fn remove(&self, s: &Socket) {
-        self.remove_id(s.id);
-    }
-
-    /// Stops watching the socket with this id.
-    pub fn remove_id(&self, socket: i32) {
-        // SAFETY: plain call; an unknown id is an error we do not need.
-        unsafe { ffi::srt_epoll_remove_usock(self.id, socket) };
-    }
-
-    /// Waits up to `timeout` for any watched socket; fills `ready` with what is ready (empty on
-    /// timeout). `ready` is the caller's, kept between calls: nothing is allocated per wait.
-    pub fn wait(&self, timeout: Duration, ready: &mut Vec<Ready>) {
-        ready.clear();
-        let mut events = [ffi::SRT_EPOLL_EVENT::default(); 16];
-        // SAFETY: `events` has room for 16 entries.
-        let n = unsafe {
-            ffi::srt_epoll_uwait(self.id, events.as_mut_ptr(), events.len() as c_int, timeout.as_millis() as i64)
-        };
-        if n <= 0 {
-            if n < 0 {
-                // An epoll error (nothing watched on an old libsrt): still wait, never spin.
-                std::thread::sleep(timeout);
-            }
-            return;
-        }
-        ready.extend(events[..(n as usize).min(events.len())].iter().map(|e| Ready {
-            socket: e.fd,
-            readable: e.events & ffi::SRT_EPOLL_IN != 0,
-            error: e.events & ffi::SRT_EPOLL_ERR != 0,
-        }));
-    }
-}
-
-impl Drop for Epoll {
-    fn drop(&mut self) {
-        // SAFETY: releases our epoll once.
-        unsafe { ffi::srt_epoll_release(self.id) };
-    }
-}
-
-/// The local address a socket for `url` binds to: the listener's port (and adapter), a
-/// rendezvous' own port (the peer's when not given), a caller's fixed port if asked.
-pub fn local_bind(url: &SrtUrl, remote: Option<&SocketAddr>) -> Result<Option<SocketAddr>, SrtError> {
-    let v6 = remote.is_some_and(|r| r.is_ipv6());
-    let any = if v6 { "::" } else { "0.0.0.0" };
-    let adapter = url.local_address.as_deref();
-    match url.mode {
-        SrtMode::Listener => {
-            let host = adapter.or(url.host.as_deref()).unwrap_or("::");
-            Ok(Some(resolve(host, url.port)?))
-        }
-        SrtMode::Rendezvous => Ok(Some(resolve(adapter.unwrap_or(any), url.local_port.unwrap_or(url.port))?)),
-        SrtMode::Caller => match (adapter, url.local_port) {
-            (None, None) => Ok(None),
-            (a, p) => Ok(Some(resolve(a.unwrap_or(any), p.unwrap_or(0))?)),
-        },
     }
 }
