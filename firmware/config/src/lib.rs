@@ -16,12 +16,16 @@ mod validate;
 
 pub use file::{load, parse, save_atomic, write_secret_file, LoadError, DEFAULT_PATH};
 pub use host::check_host;
-pub use model::{AudioConfig, Config, DecoderConfig, GpioConfig, OutputConfig, VideoConfig, WebConfig, HIDDEN};
+pub use model::{
+    AudioConfig, BridgeConfig, Config, DecoderConfig, GpioConfig, OutputConfig, VideoConfig, WebConfig, HIDDEN,
+};
 pub use output_url::{FileSpec, OutputUrlError, RtmpUrl};
 pub use secret::Secret;
 pub use source::{AudioCodec, AudioOut, AudioSource, DecoderSink, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
-pub use validate::{FieldError, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig, ValidationErrors};
+pub use validate::{
+    BridgeSettings, FieldError, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig, ValidationErrors,
+};
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].
 pub const EXAMPLE_TOML: &str = include_str!("../telebridge.example.toml");

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 pub struct Config {
     /// The box's name: shown on the slate, the panel and in the logs.
     pub name: String,
-    /// What `telebridge run` does: `encoder` (capture and send) or `decoder` (receive and show).
+    /// What `telebridge run` does: `encoder` (capture and send), `decoder` (receive and show) or
+    /// `bridge` (both at once, with the paired box, over one SRT connection).
     pub role: String,
     /// Go live as soon as the box has started, without waiting for the button or the panel.
     pub start_live: bool,
@@ -23,6 +24,8 @@ pub struct Config {
     pub outputs: Vec<OutputConfig>,
     /// The decoder role: what to receive and where to show it.
     pub decoder: DecoderConfig,
+    /// The bridge role: the connection to the paired box.
+    pub bridge: BridgeConfig,
     /// The panel and API.
     pub web: WebConfig,
     /// Status LEDs and the go-live button.
@@ -39,6 +42,7 @@ impl Default for Config {
             audio: AudioConfig::default(),
             outputs: Vec::new(),
             decoder: DecoderConfig::default(),
+            bridge: BridgeConfig::default(),
             web: WebConfig::default(),
             gpio: GpioConfig::default(),
         }
@@ -56,6 +60,7 @@ impl fmt::Debug for Config {
             .field("audio", &c.audio)
             .field("outputs", &c.outputs)
             .field("decoder", &c.decoder)
+            .field("bridge", &c.bridge)
             .field("web", &c.web)
             .field("gpio", &c.gpio)
             .finish()
@@ -149,6 +154,41 @@ impl fmt::Debug for DecoderConfig {
     }
 }
 
+/// The bridge role: this box sends its picture to the paired box and shows the paired box's
+/// (the decoder section's sink and audio output), both over one SRT connection.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BridgeConfig {
+    /// The UDP port of the connection: the box that listens listens on it, the other calls it.
+    pub port: u16,
+    /// The least SRT latency, ms. The calling box raises it to 4 x the round trip it measured
+    /// when the boxes paired; SRT uses the larger of the two boxes' figures.
+    pub min_latency_ms: u32,
+    /// A link made by hand instead of by pairing (`srt://...`, both directions on it); empty to
+    /// use the pairing.
+    pub link: String,
+    /// Record what arrives from the paired box (`file:/DIR/NAME-%Y%m%d-%H%M%S.ts?segment=10m`);
+    /// empty for none.
+    pub record: String,
+}
+
+impl Default for BridgeConfig {
+    fn default() -> Self {
+        Self { port: 7700, min_latency_ms: 80, link: String::new(), record: String::new() }
+    }
+}
+
+impl fmt::Debug for BridgeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BridgeConfig")
+            .field("port", &self.port)
+            .field("min_latency_ms", &self.min_latency_ms)
+            .field("link", &crate::srt_url::redact_query(&self.link))
+            .field("record", &self.record)
+            .finish()
+    }
+}
+
 /// The panel and API.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -198,6 +238,7 @@ impl Config {
             o.url = crate::output_url::redact(&crate::srt_url::redact_query(&o.url));
         }
         c.decoder.input = crate::srt_url::redact_query(&c.decoder.input);
+        c.bridge.link = crate::srt_url::redact_query(&c.bridge.link);
         for s in [&mut c.web.password_hash, &mut c.web.metrics_token] {
             if !s.is_empty() {
                 *s = HIDDEN.to_string();
@@ -220,6 +261,9 @@ impl Config {
             && crate::srt_url::redact_query(&running.decoder.input) == self.decoder.input
         {
             self.decoder.input = running.decoder.input.clone();
+        }
+        if self.bridge.link.contains(HIDDEN) && crate::srt_url::redact_query(&running.bridge.link) == self.bridge.link {
+            self.bridge.link = running.bridge.link.clone();
         }
         if self.web.password_hash == HIDDEN {
             self.web.password_hash = running.web.password_hash.clone();

@@ -70,6 +70,21 @@ pub enum Role {
     Encoder,
     /// Receive, decode, show.
     Decoder,
+    /// Both, with the paired box, over one SRT connection.
+    Bridge,
+}
+
+/// The bridge role's settings, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BridgeSettings {
+    /// The UDP port of the connection.
+    pub port: u16,
+    /// The least SRT latency.
+    pub min_latency: Duration,
+    /// A link made by hand, instead of the pairing's.
+    pub link: Option<SrtUrl>,
+    /// Where what arrives from the peer is recorded.
+    pub record: Option<crate::output_url::FileSpec>,
 }
 
 /// Which GPIO the daemon drives.
@@ -134,6 +149,8 @@ pub struct ValidConfig {
     pub role: Role,
     /// Parsed `decoder.input`.
     pub decoder_input: SrtUrl,
+    /// Parsed `bridge`.
+    pub bridge: BridgeSettings,
     /// Parsed `web.listen`.
     pub http_listen: std::net::SocketAddr,
     /// Parsed `gpio`.
@@ -244,8 +261,9 @@ impl Config {
         let role = match self.role.as_str() {
             "encoder" => Some(Role::Encoder),
             "decoder" => Some(Role::Decoder),
+            "bridge" => Some(Role::Bridge),
             other => {
-                err("role", format!("{other:?} is not one of encoder, decoder"));
+                err("role", format!("{other:?} is not one of encoder, decoder, bridge"));
                 None
             }
         };
@@ -253,6 +271,27 @@ impl Config {
         let decoder_input = SrtUrl::parse(&d.input).map_err(|e| err("decoder.input", e.to_string())).ok();
         let decoder_sink = DecoderSink::parse(&d.sink).map_err(|m| err("decoder.sink", m)).ok();
         let audio_out = AudioOut::parse(&d.audio_out).map_err(|m| err("decoder.audio_out", m)).ok();
+        let b = &self.bridge;
+        if b.port == 0 {
+            err("bridge.port", "0 is not a UDP port; use 1-65535".into());
+        }
+        range(&mut err, "bridge.min_latency_ms", b.min_latency_ms, 20, 8000, " ms");
+        let link = if b.link.is_empty() {
+            None
+        } else {
+            SrtUrl::parse(&b.link).map_err(|e| err("bridge.link", e.to_string())).ok()
+        };
+        let record = if b.record.is_empty() {
+            None
+        } else {
+            crate::output_url::FileSpec::parse(&b.record).map_err(|e| err("bridge.record", e.to_string())).ok()
+        };
+        let bridge = BridgeSettings {
+            port: b.port,
+            min_latency: Duration::from_millis(u64::from(b.min_latency_ms)),
+            link,
+            record,
+        };
         let http_listen = self
             .web
             .listen
@@ -332,6 +371,7 @@ impl Config {
                 audio_out,
                 role,
                 decoder_input,
+                bridge,
                 http_listen,
                 gpio: GpioPins {
                     backend,
@@ -418,7 +458,10 @@ mod tests {
                 },
                 "outputs[1].name: \"x\" is already the name of outputs[0]",
             ),
-            (|c| c.role = "both".into(), "role: \"both\" is not one of encoder, decoder"),
+            (|c| c.role = "both".into(), "role: \"both\" is not one of encoder, decoder, bridge"),
+            (|c| c.bridge.port = 0, "bridge.port: 0 is not a UDP port; use 1-65535"),
+            (|c| c.bridge.min_latency_ms = 5, "bridge.min_latency_ms: 5 is out of range 20-8000 ms"),
+            (|c| c.bridge.record = "file:rel.ts".into(), "bridge.record: "),
             (|c| c.decoder.input = "srt://:70000".into(), "decoder.input: "),
             (|c| c.decoder.sink = "hdmi".into(), "decoder.sink: \"hdmi\" is not one of auto, kms"),
             (|c| c.web.listen = "80".into(), "web.listen: \"80\" is not ADDRESS:PORT"),
@@ -475,13 +518,16 @@ mod api_tests {
         c.web.password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into();
         c.web.metrics_token = "0123456789abcdef0123".into();
         c.decoder.input = "srt://:19850?mode=listener&passphrase=DecInputSecret4242".into();
+        c.bridge.link = "srt://peer:7700?passphrase=BridgeLinkSecret77".into();
         c
     }
 
     #[test]
     fn redacted_shows_no_secret() {
         let shown = toml::to_string(&with_secrets().redacted()).unwrap();
-        for secret in ["0123456789abc", "STREAMKEY", "argon2", "0123456789abcdef0123", "DecInputSecret4242"] {
+        for secret in
+            ["0123456789abc", "STREAMKEY", "argon2", "0123456789abcdef0123", "DecInputSecret4242", "BridgeLinkSecret77"]
+        {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
         assert!(shown.contains("passphrase=****") && shown.contains("/app/****"), "{shown}");

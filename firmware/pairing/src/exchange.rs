@@ -74,10 +74,10 @@ pub enum PairError {
     BadBoxId(String),
 }
 
-/// The keys of one direction of the pair.
+/// The keys of the pair's SRT connection (both directions travel on it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamKeys {
-    /// The SRT stream id the sender gives (the listener routes by it).
+    /// The SRT stream id the calling box gives (the listening box admits only it).
     pub stream_id: String,
     /// The SRT passphrase (AES-256 with `pbkeylen=32`): 64 hex characters, 256 bits.
     pub passphrase: Secret,
@@ -90,10 +90,8 @@ pub struct PairSecrets {
     pub pair_id: String,
     /// The other box's id.
     pub peer_id: String,
-    /// A's stream to B.
-    pub a_to_b: StreamKeys,
-    /// B's stream to A.
-    pub b_to_a: StreamKeys,
+    /// The connection's stream id and passphrase.
+    pub link: StreamKeys,
     /// A key for later proof between the two (reconnecting, unpairing), 64 hex characters.
     pub pair_key: Secret,
 }
@@ -205,13 +203,11 @@ impl Confirming {
         m.update(&self.transcript);
         m.verify_slice(&peer.mac).map_err(|_| PairError::WrongCode)?;
         let pair_id = hex(&self.derive(b"pair id")[..8]);
-        let keys = |dir: &str| StreamKeys {
-            stream_id: format!("telebridge/{pair_id}/{dir}"),
-            passphrase: Secret::new(hex(&self.derive(format!("passphrase {dir}").as_bytes()))),
-        };
         Ok(PairSecrets {
-            a_to_b: keys("a-to-b"),
-            b_to_a: keys("b-to-a"),
+            link: StreamKeys {
+                stream_id: format!("telebridge/{pair_id}"),
+                passphrase: Secret::new(hex(&self.derive(b"link passphrase"))),
+            },
             pair_key: Secret::new(hex(&self.derive(b"pair key"))),
             peer_id: self.peer_id.clone(),
             pair_id,
@@ -241,14 +237,14 @@ mod tests {
         let (a, b) = pair("7Q4-KM2", "7q4km2");
         let (a, b) = (a.unwrap(), b.unwrap());
         assert_eq!((a.peer_id.as_str(), b.peer_id.as_str()), ("box-b", "box-a"));
-        assert_eq!((&a.a_to_b, &a.b_to_a, &a.pair_id, &a.pair_key), (&b.a_to_b, &b.b_to_a, &b.pair_id, &b.pair_key));
-        assert_ne!(a.a_to_b.passphrase, a.b_to_a.passphrase, "each direction has its own key");
-        assert_eq!(a.a_to_b.passphrase.expose().len(), 64, "256 bits, within SRT's 10-79 characters");
-        assert_eq!(a.a_to_b.stream_id, format!("telebridge/{}/a-to-b", a.pair_id));
+        assert_eq!((&a.link, &a.pair_id, &a.pair_key), (&b.link, &b.pair_id, &b.pair_key));
+        assert_ne!(a.link.passphrase, a.pair_key, "each purpose has its own key");
+        assert_eq!(a.link.passphrase.expose().len(), 64, "256 bits, within SRT's 10-79 characters");
+        assert_eq!(a.link.stream_id, format!("telebridge/{}", a.pair_id));
         // A new run with the same code gives new keys (SPAKE2's random scalars).
         let (again, _) = pair("7Q4-KM2", "7Q4-KM2");
-        assert_ne!(again.unwrap().a_to_b.passphrase, a.a_to_b.passphrase);
-        assert!(!format!("{a:?}").contains(a.a_to_b.passphrase.expose()), "keys never in Debug");
+        assert_ne!(again.unwrap().link.passphrase, a.link.passphrase);
+        assert!(!format!("{a:?}").contains(a.link.passphrase.expose()), "keys never in Debug");
     }
 
     #[test]

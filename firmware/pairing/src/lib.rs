@@ -12,6 +12,7 @@
 pub mod code;
 pub mod exchange;
 pub mod guard;
+pub mod link;
 pub mod session;
 pub mod store;
 pub mod wire;
@@ -19,5 +20,6 @@ pub mod wire;
 pub use code::{CodeError, PairingCode};
 pub use exchange::{Confirm, Hello, PairError, PairSecrets, Pending, Side, StreamKeys};
 pub use guard::{CodeGuard, Refusal};
+pub use link::{latency_for, link_url, LinkError};
 pub use session::{Shower, ShowerError, Typer, TyperError};
-pub use store::{PairRecord, StoreError};
+pub use store::{PairRecord, Reach, StoreError};

@@ -140,12 +140,19 @@ impl Typer {
         Ok((Self { pending }, wire::hello_to_json(&hello)))
     }
 
-    /// A's answer (JSON): the pair's secrets and the confirmation (JSON) to send to A.
-    pub fn on_answer(self, text: &str) -> Result<(PairSecrets, String), TyperError> {
-        let (hello, confirm_a) = wire::answer_from_json(text)?;
-        let (confirming, confirm_b) = self.pending.receive(&hello)?;
-        let secrets = confirming.verify(&confirm_a)?;
-        Ok((secrets, wire::confirm_to_json(&confirm_b)))
+    /// A's answer (JSON): the pair's secrets, and the confirmation (JSON) to send to A. The
+    /// confirmation comes also when the code was wrong: sent, it makes A burn its code at once
+    /// rather than after [`CONFIRM_WITHIN`] (it tells A nothing it could test another code with).
+    pub fn on_answer(self, text: &str) -> (Result<PairSecrets, TyperError>, Option<String>) {
+        let (hello, confirm_a) = match wire::answer_from_json(text) {
+            Ok(a) => a,
+            Err(e) => return (Err(e.into()), None),
+        };
+        let (confirming, confirm_b) = match self.pending.receive(&hello) {
+            Ok(c) => c,
+            Err(e) => return (Err(e.into()), None),
+        };
+        (confirming.verify(&confirm_a).map_err(TyperError::from), Some(wire::confirm_to_json(&confirm_b)))
     }
 }
 
@@ -165,9 +172,10 @@ mod tests {
         assert_eq!(a.code(t0).as_deref(), Some("7Q4-KM2"));
         let (b, hello) = Typer::begin("7q4 km2", "box-b").unwrap();
         let answer = a.on_hello(&hello, t0).unwrap();
-        let (b_secrets, confirm) = b.on_answer(&answer).unwrap();
+        let (b_secrets, confirm) = b.on_answer(&answer);
+        let (b_secrets, confirm) = (b_secrets.unwrap(), confirm.unwrap());
         let a_secrets = a.on_confirm(&confirm, code("AAA-AAA"), t0 + Duration::from_secs(1)).unwrap();
-        assert_eq!((a_secrets.pair_id, a_secrets.a_to_b), (b_secrets.pair_id, b_secrets.a_to_b));
+        assert_eq!((a_secrets.pair_id, a_secrets.link), (b_secrets.pair_id, b_secrets.link));
         assert_eq!((a_secrets.peer_id.as_str(), b_secrets.peer_id.as_str()), ("box-b", "box-a"));
         assert_eq!(a.code(t0), None, "the code is used up");
     }
@@ -179,8 +187,10 @@ mod tests {
         a.open(code("7Q4-KM2"), t0);
         let (b, hello) = Typer::begin("7Q4-KM3", "box-b").unwrap();
         let answer = a.on_hello(&hello, t0).unwrap();
-        assert_eq!(b.on_answer(&answer).unwrap_err(), TyperError::Pair(PairError::WrongCode));
-        // B sends nothing more; A burns the code when the confirmation is late.
+        let (verdict, confirm) = b.on_answer(&answer);
+        assert_eq!(verdict.unwrap_err(), TyperError::Pair(PairError::WrongCode));
+        assert!(confirm.is_some(), "B has a confirmation to send, so that A burns the code at once");
+        // If B sends nothing more, A burns the code when the confirmation is late.
         assert!(!a.expire(code("NEW-111"), t0 + CONFIRM_WITHIN));
         assert!(a.expire(code("NEW-111"), t0 + CONFIRM_WITHIN + Duration::from_millis(1)));
         assert_eq!(a.code(t0 + CONFIRM_WITHIN).as_deref(), Some("NEW-111"));
@@ -188,6 +198,19 @@ mod tests {
         let (_, hello) = Typer::begin("NEW-111", "box-b").unwrap();
         let e = a.on_hello(&hello, t0 + CONFIRM_WITHIN + Duration::from_secs(1)).unwrap_err();
         assert!(matches!(e, ShowerError::Refused(Refusal::Wait(_))), "{e}");
+    }
+
+    #[test]
+    fn b_s_confirmation_after_a_wrong_code_burns_it_at_once() {
+        let t0 = Instant::now();
+        let mut a = Shower::new("box-a");
+        a.open(code("7Q4-KM2"), t0);
+        let (b, hello) = Typer::begin("7Q4-KM3", "box-b").unwrap();
+        let answer = a.on_hello(&hello, t0).unwrap();
+        let (_, confirm) = b.on_answer(&answer);
+        let e = a.on_confirm(&confirm.unwrap(), code("NEW-444"), t0).unwrap_err();
+        assert_eq!(e, ShowerError::Pair(PairError::WrongCode));
+        assert_eq!(a.code(t0).as_deref(), Some("NEW-444"));
     }
 
     #[test]

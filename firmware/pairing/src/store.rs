@@ -19,14 +19,18 @@ pub struct PairRecord {
     pub peer_id: String,
     /// `a` when this box showed the code, `b` when it was typed into it.
     pub side: StoredSide,
-    /// A's stream to B: its SRT stream id.
-    pub a_to_b_stream_id: String,
-    /// A's stream to B: its SRT passphrase.
-    pub a_to_b_passphrase: Secret,
-    /// B's stream to A: its SRT stream id.
-    pub b_to_a_stream_id: String,
-    /// B's stream to A: its SRT passphrase.
-    pub b_to_a_passphrase: Secret,
+    /// How this box reaches the other: `listen` (the other calls it) or `call` ([`Self::peer`]).
+    pub reach: Reach,
+    /// The other box's SRT address (`HOST:PORT`) when this box calls it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// The round trip to the other box measured while pairing, ms (the calling box sets the
+    /// SRT latency from it).
+    pub rtt_ms: u32,
+    /// The connection's SRT stream id.
+    pub stream_id: String,
+    /// The connection's SRT passphrase (AES-256).
+    pub passphrase: Secret,
     /// The key the two boxes prove themselves with later.
     pub pair_key: Secret,
     /// When the pairing was made (Unix seconds).
@@ -43,9 +47,27 @@ pub enum StoredSide {
     B,
 }
 
+/// Which end of the SRT connection a box is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reach {
+    /// It listens on its bridge port; the other box calls it.
+    Listen,
+    /// It calls the other box.
+    Call,
+}
+
 impl PairRecord {
-    /// The record of a pairing just made on `side`.
-    pub fn new(side: Side, secrets: PairSecrets, paired_at_unix: u64) -> Self {
+    /// The record of a pairing just made on `side`: how this box reaches the other, and the
+    /// round trip measured.
+    pub fn new(
+        side: Side,
+        secrets: PairSecrets,
+        reach: Reach,
+        peer: Option<String>,
+        rtt_ms: u32,
+        paired_at_unix: u64,
+    ) -> Self {
         Self {
             pair_id: secrets.pair_id,
             peer_id: secrets.peer_id,
@@ -53,10 +75,11 @@ impl PairRecord {
                 Side::A => StoredSide::A,
                 Side::B => StoredSide::B,
             },
-            a_to_b_stream_id: secrets.a_to_b.stream_id,
-            a_to_b_passphrase: secrets.a_to_b.passphrase,
-            b_to_a_stream_id: secrets.b_to_a.stream_id,
-            b_to_a_passphrase: secrets.b_to_a.passphrase,
+            reach,
+            peer,
+            rtt_ms,
+            stream_id: secrets.link.stream_id,
+            passphrase: secrets.link.passphrase,
             pair_key: secrets.pair_key,
             paired_at_unix,
         }
@@ -125,18 +148,13 @@ mod tests {
     use crate::exchange::StreamKeys;
 
     fn record() -> PairRecord {
-        let keys = |d: &str| StreamKeys {
-            stream_id: format!("telebridge/0123/{d}"),
-            passphrase: Secret::new(format!("{d}-{}", "9".repeat(60))),
-        };
         let secrets = PairSecrets {
             pair_id: "0123456789abcdef".into(),
             peer_id: "box-b".into(),
-            a_to_b: keys("a-to-b"),
-            b_to_a: keys("b-to-a"),
+            link: StreamKeys { stream_id: "telebridge/0123".into(), passphrase: Secret::new("9".repeat(64)) },
             pair_key: Secret::new("k".repeat(64)),
         };
-        PairRecord::new(Side::A, secrets, 1_796_000_000)
+        PairRecord::new(Side::B, secrets, Reach::Call, Some("192.0.2.7:7700".into()), 34, 1_796_000_000)
     }
 
     #[test]

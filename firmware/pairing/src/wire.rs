@@ -151,7 +151,7 @@ mod tests {
         let (b, cb) = b.receive(&hello_a).unwrap();
         let ca = confirm_from_json(&confirm_to_json(&ca)).unwrap();
         let cb = confirm_from_json(&confirm_to_json(&cb)).unwrap();
-        assert_eq!(a.verify(&cb).unwrap().a_to_b, b.verify(&ca).unwrap().a_to_b);
+        assert_eq!(a.verify(&cb).unwrap().link, b.verify(&ca).unwrap().link);
     }
 
     #[test]

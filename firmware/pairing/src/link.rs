@@ -1,0 +1,113 @@
+//! The pair's SRT connection as a URL: which end listens, which calls and where, with the
+//! pairing's stream id and passphrase (AES-256), and the latency the round trip measured while
+//! pairing asks for. Pure: the record and the box's bridge settings in, the URL out.
+
+use std::time::Duration;
+
+use telebridge_config::{BridgeSettings, KeyLength, SrtMode, SrtUrl};
+
+use crate::store::{PairRecord, Reach};
+
+/// The SRT latency asks for this many round trips: each lost packet can be asked for again
+/// about three times before its time to be shown (SRT's guidance is 3-4 x RTT).
+pub const LATENCY_RTTS: u32 = 4;
+
+/// Why a record gives no URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    /// A calling record without the address to call.
+    #[error("the pairing says this box calls, but holds no address to call; unpair and pair again")]
+    NoPeer,
+    /// The address is not `HOST:PORT`.
+    #[error("peer: {0:?} is not HOST:PORT; unpair and pair again")]
+    BadPeer(String),
+}
+
+/// The latency for a measured round trip: [`LATENCY_RTTS`] x `rtt_ms`, at least `min`.
+pub fn latency_for(rtt_ms: u32, min: Duration) -> Duration {
+    min.max(Duration::from_millis(u64::from(rtt_ms) * u64::from(LATENCY_RTTS)))
+}
+
+/// The URL of the pair's connection on this box.
+pub fn link_url(record: &PairRecord, bridge: &BridgeSettings) -> Result<SrtUrl, LinkError> {
+    let mut url = match record.reach {
+        Reach::Listen => {
+            // The calling box decides the latency (SRT takes the larger of the two).
+            let mut u = listener(bridge.port);
+            u.latency = Some(bridge.min_latency);
+            u
+        }
+        Reach::Call => {
+            let peer = record.peer.as_deref().ok_or(LinkError::NoPeer)?;
+            let bad = || LinkError::BadPeer(peer.to_string());
+            let (host, port) = peer.rsplit_once(':').ok_or_else(bad)?;
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let port: u16 = port.parse().ok().filter(|p| *p != 0).ok_or_else(bad)?;
+            if host.is_empty() {
+                return Err(bad());
+            }
+            let mut u = listener(port);
+            u.mode = SrtMode::Caller;
+            u.host = Some(host.to_string());
+            u.latency = Some(latency_for(record.rtt_ms, bridge.min_latency));
+            u.stream_id = Some(record.stream_id.clone());
+            u
+        }
+    };
+    url.passphrase = Some(record.passphrase.clone());
+    url.key_length = Some(KeyLength::Aes256);
+    Ok(url)
+}
+
+fn listener(port: u16) -> SrtUrl {
+    SrtUrl::parse(&format!("srt://:{port}?mode=listener")).unwrap_or_else(|_| unreachable!("a valid listener URL"))
+}
+
+#[cfg(test)]
+mod tests {
+    use telebridge_config::{Config, Secret};
+
+    use super::*;
+    use crate::store::StoredSide;
+
+    fn record(reach: Reach, peer: Option<&str>, rtt_ms: u32) -> PairRecord {
+        PairRecord {
+            pair_id: "0123456789abcdef".into(),
+            peer_id: "box-a".into(),
+            side: StoredSide::B,
+            reach,
+            peer: peer.map(str::to_string),
+            rtt_ms,
+            stream_id: "telebridge/0123456789abcdef".into(),
+            passphrase: Secret::new("7".repeat(64)),
+            pair_key: Secret::new("k".repeat(64)),
+            paired_at_unix: 0,
+        }
+    }
+
+    fn bridge() -> BridgeSettings {
+        Config::default().validate().unwrap().bridge
+    }
+
+    #[test]
+    fn the_calling_box_asks_for_four_round_trips_and_the_listener_for_the_least() {
+        let call = link_url(&record(Reach::Call, Some("192.0.2.7:7701"), 34), &bridge()).unwrap();
+        assert_eq!(call.to_string(), "srt://192.0.2.7:7701?mode=caller&latency=136&pbkeylen=32&streamid=telebridge/0123456789abcdef&passphrase=****");
+        assert_eq!(call.passphrase.as_ref().map(|p| p.expose().len()), Some(64));
+        let listen = link_url(&record(Reach::Listen, None, 34), &bridge()).unwrap();
+        assert_eq!(listen.to_string(), "srt://:7700?mode=listener&latency=80&pbkeylen=32&passphrase=****");
+        // A short round trip: the least latency holds.
+        let near = link_url(&record(Reach::Call, Some("[fd00::7]:7700"), 3), &bridge()).unwrap();
+        assert_eq!((near.host.as_deref(), near.latency), (Some("fd00::7"), Some(Duration::from_millis(80))));
+        assert_eq!(latency_for(100, Duration::from_millis(80)), Duration::from_millis(400));
+    }
+
+    #[test]
+    fn a_record_without_a_usable_address_says_to_pair_again() {
+        assert_eq!(link_url(&record(Reach::Call, None, 1), &bridge()).unwrap_err(), LinkError::NoPeer);
+        for bad in ["host", "host:0", ":7700", "host:x"] {
+            let e = link_url(&record(Reach::Call, Some(bad), 1), &bridge()).unwrap_err();
+            assert_eq!(e, LinkError::BadPeer(bad.into()));
+        }
+    }
+}
