@@ -34,6 +34,9 @@ pub fn plan(old: &ValidConfig, new: &ValidConfig) -> ChangePlan {
             || match new.role {
                 Role::Encoder => o.video != n.video || o.audio != n.audio,
                 Role::Decoder => o.decoder != n.decoder,
+                Role::Bridge => {
+                    o.video != n.video || o.audio != n.audio || o.decoder != n.decoder || o.bridge != n.bridge
+                }
             },
         ..ChangePlan::default()
     };
@@ -43,7 +46,7 @@ pub fn plan(old: &ValidConfig, new: &ValidConfig) -> ChangePlan {
     if o.gpio != n.gpio {
         p.next_start.push("gpio");
     }
-    if new.role == Role::Encoder && !p.restart_media {
+    if matches!(new.role, Role::Encoder | Role::Bridge) && !p.restart_media {
         for (name, spec) in &old.outputs {
             if !new.outputs.iter().any(|(n2, s2)| n2 == name && s2 == spec) {
                 p.remove_outputs.push(name.clone());

@@ -60,6 +60,17 @@ impl ConfigStore {
         self.file.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The configuration as the daemon runs it (the file with the command line's overrides).
+    pub fn running(&self) -> Option<ValidConfig> {
+        (self.overrides)(self.file()).validate().ok()
+    }
+
+    /// Where the configuration is saved, if anywhere: files that belong with it (the pairing)
+    /// go beside it.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
     /// Validates `new` (with the overrides), saves it, then applies it to the daemon, which
     /// restarts only what changed.
     pub async fn replace(&self, new: Config) -> Result<ValidConfig, StoreError> {

@@ -46,6 +46,9 @@ pub struct DecodeOptions {
     pub on_sample: Option<DecodeSampleCallback>,
     /// Re-encode what is shown and send it here (round-trip measurement: A -> B -> A).
     pub loop_to: Option<SrtUrl>,
+    /// The bridge: the stream comes from the paired box on the connection `input` names, which
+    /// the bridge's encoder holds, not from an SRT input of the decoder's own.
+    pub peer: Option<Arc<crate::bridge_role::PeerFeed>>,
 }
 
 impl std::fmt::Debug for DecodeOptions {
@@ -233,6 +236,21 @@ fn start_loop(url: &SrtUrl) -> Result<Loop, AppError> {
     Ok(Loop { pipeline, output })
 }
 
+/// Where the stream comes from: the decoder's own SRT input, or the bridge's connection.
+enum Source {
+    Srt(SrtInput),
+    Peer(Arc<crate::bridge_role::PeerFeed>),
+}
+
+impl Source {
+    fn status(&self) -> InputStatus {
+        match self {
+            Source::Srt(i) => i.status().borrow().clone(),
+            Source::Peer(f) => f.status(),
+        }
+    }
+}
+
 struct Decoding {
     pipeline: Option<DecodePipeline>,
     last_push: Option<Instant>,
@@ -296,8 +314,15 @@ pub async fn run_decoder(
             }
         })
     };
-    let input = SrtInput::start(options.input.clone(), on_data).map_err(|e| AppError::BadInput(e.to_string()))?;
-    let status = input.status();
+    let input = match &options.peer {
+        Some(feed) => {
+            feed.attach(on_data);
+            Source::Peer(feed.clone())
+        }
+        None => {
+            Source::Srt(SrtInput::start(options.input.clone(), on_data).map_err(|e| AppError::BadInput(e.to_string()))?)
+        }
+    };
     let started = Instant::now();
     info!(input = %options.input, sink = options.sink.name(), "decoder running");
 
@@ -333,7 +358,7 @@ pub async fn run_decoder(
                 d.pipeline = None;
             }
         }
-        let st = status.borrow().clone();
+        let st = input.status();
         let receiving = st.state == telebridge_srt::input::InputState::Receiving;
         let reason = problem.as_deref().or(st.reason.as_deref());
         // "A caller is connected" only while a stream arrives that shows no picture: a sender
@@ -385,8 +410,10 @@ pub async fn run_decoder(
         }
     }
     let elapsed = started.elapsed();
-    let final_input = status.borrow().clone();
-    input.stop();
+    let final_input = input.status();
+    if let Source::Srt(i) = input {
+        i.stop();
+    }
     if let Some(l) = looped {
         l.pipeline.stop(Duration::from_millis(500));
     }

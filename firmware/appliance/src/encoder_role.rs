@@ -44,6 +44,9 @@ pub struct RunOptions {
     pub preview: Option<telebridge_media::PreviewSlot>,
     /// The simulated HDMI cable (see `EncoderSettings::signal_gate`).
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// The bridge's connection to the paired box: an SRT output that also receives (its data
+    /// goes to the link's feed).
+    pub peer: Option<crate::bridge_role::PeerLink>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -113,6 +116,23 @@ pub async fn run_encoder(
         let id = fanout.add(move |buf| o.push(buf));
         info!(output = %spec.label(), "output added");
         outputs.push((name.clone(), out, id));
+    }
+    if let Some(link) = &options.peer {
+        let feed = link.feed.clone();
+        let on_receive: telebridge_srt::output::Receiver = Arc::new(move |d: &[u8]| feed.receive(d));
+        let out = telebridge_srt::SrtOutput::start_duplex(
+            link.name.clone(),
+            link.url.clone(),
+            keyframe_proxy.clone(),
+            Some(on_receive),
+        )
+        .map_err(|e| AppError::Runtime(e.to_string()))?;
+        link.feed.set_output(out.status());
+        let out = Arc::new(Output::Srt(out));
+        let o = out.clone();
+        let id = fanout.add(move |buf| o.push(buf));
+        info!(link = %link.url, "connection to the paired box added");
+        outputs.push((link.name.clone(), out, id));
     }
     let mut commands = options.commands;
     pipeline.start()?;

@@ -2,6 +2,7 @@
 //! (media) to SRT outputs (srt) and publishes statistics.
 
 pub mod advice;
+pub mod bridge_role;
 mod changes;
 pub mod config_store;
 pub mod daemon;
@@ -18,6 +19,7 @@ pub mod signal;
 pub mod state;
 pub mod stats;
 
+pub use bridge_role::{run_bridge, BridgeOptions, BridgeSample, PeerFeed, PeerLink, PEER_OUTPUT};
 pub use changes::{plan as plan_changes, ChangePlan};
 pub use config_store::{ConfigStore, StoreError};
 pub use daemon::{DaemonCommand, DaemonHandle, DaemonOptions, DaemonStatus};

@@ -112,6 +112,7 @@ async fn measure_one(plan: &MeasurePlan, (w, h): (u32, u32), kbps: u32) -> Resul
         duration: Some(seconds + Duration::from_secs(2)),
         on_sample: None,
         loop_to: None,
+        peer: None,
     };
     let decoder = tokio::spawn(run_decoder(decode, std::future::pending()));
     tokio::time::sleep(Duration::from_millis(500)).await;

@@ -6,6 +6,7 @@
 use serde::Serialize;
 use telebridge_srt::{InputState, OutputState, OutputStatus, SrtStats};
 
+use crate::bridge_role::BridgeSample;
 use crate::decoder_role::DecodeSample;
 use crate::state::Links;
 use crate::stats::StatsSample;
@@ -18,6 +19,8 @@ pub enum MediaSample {
     Encoder(StatsSample),
     /// The decoder role's sample.
     Decoder(Box<DecodeSample>),
+    /// The bridge role's: what it sends (as the encoder's) and what it receives.
+    Bridge(Box<BridgeSample>),
 }
 
 /// One SRT link of a sample, or another output, as the metrics label it.
@@ -55,11 +58,20 @@ pub struct LinkView {
 }
 
 impl MediaSample {
+    /// What is encoded and sent: the encoder's sample, or the bridge's sending half.
+    pub fn sending(&self) -> Option<&StatsSample> {
+        match self {
+            MediaSample::Encoder(s) => Some(s),
+            MediaSample::Bridge(b) => Some(&b.sending),
+            MediaSample::Decoder(_) => None,
+        }
+    }
+
     /// Every link, as the panel lists them.
     pub fn link_views(&self) -> Vec<LinkView> {
         match self {
-            MediaSample::Encoder(s) => s
-                .outputs
+            MediaSample::Encoder(_) | MediaSample::Bridge(_) => self
+                .outputs()
                 .iter()
                 .map(|o| LinkView { name: o.name.clone(), state: LinkState::Output(o.state), reason: o.reason.clone() })
                 .collect(),
@@ -77,8 +89,8 @@ impl MediaSample {
     pub fn links(&self) -> Links {
         let mut l = Links::default();
         match self {
-            MediaSample::Encoder(s) => {
-                for o in &s.outputs {
+            MediaSample::Encoder(_) | MediaSample::Bridge(_) => {
+                for o in self.outputs() {
                     l.total += 1;
                     match o.state {
                         OutputState::Live => l.connected += 1,
@@ -106,33 +118,28 @@ impl MediaSample {
     /// Whether frames arrive from the source (the encoder's; `None` for a decoder or before
     /// the first frame).
     pub fn signal(&self) -> Option<bool> {
-        match self {
-            MediaSample::Encoder(s) => s.signal,
-            MediaSample::Decoder(_) => None,
-        }
+        self.sending().and_then(|s| s.signal)
     }
 
     /// Frames per second, encoded or decoded.
     pub fn fps(&self) -> f64 {
         match self {
             MediaSample::Encoder(s) => s.encoder.fps,
+            MediaSample::Bridge(b) => b.sending.encoder.fps,
             MediaSample::Decoder(s) => s.decoder.fps,
         }
     }
 
     /// The encoder's outputs (none for a decoder).
     pub fn outputs(&self) -> &[OutputStatus] {
-        match self {
-            MediaSample::Encoder(s) => &s.outputs,
-            MediaSample::Decoder(_) => &[],
-        }
+        self.sending().map(|s| s.outputs.as_slice()).unwrap_or_default()
     }
 
     /// Every output, or the decoder's input.
     pub fn all_links(&self) -> Vec<Link<'_>> {
         match self {
-            MediaSample::Encoder(s) => s
-                .outputs
+            MediaSample::Encoder(_) | MediaSample::Bridge(_) => self
+                .outputs()
                 .iter()
                 .map(|o| Link { name: &o.name, kind: o.kind, up: o.state == OutputState::Live, srt: &o.srt })
                 .collect(),
@@ -146,6 +153,9 @@ impl MediaSample {
     pub fn main_srt(&self) -> Option<&SrtStats> {
         match self {
             MediaSample::Encoder(s) => s.outputs.iter().find(|o| o.kind == "srt").map(|o| &o.srt),
+            MediaSample::Bridge(b) => {
+                b.sending.outputs.iter().find(|o| o.name == crate::bridge_role::PEER_OUTPUT).map(|o| &o.srt)
+            }
             MediaSample::Decoder(s) => Some(&s.input.srt),
         }
     }
@@ -155,8 +165,8 @@ impl MediaSample {
     pub fn alerts(&self) -> Vec<String> {
         let mut out = Vec::new();
         match self {
-            MediaSample::Encoder(s) => {
-                for o in &s.outputs {
+            MediaSample::Encoder(_) | MediaSample::Bridge(_) => {
+                for o in self.outputs() {
                     let reason = o.reason.as_deref().unwrap_or("no reason given");
                     let calling_again = o.state == OutputState::Connecting && o.reconnects > 0;
                     if o.state == OutputState::Retrying || calling_again {
@@ -253,7 +263,7 @@ mod tests {
         let v = serde_json::to_value(&s).unwrap_or_default();
         let line = serde_json::to_value(match &s {
             MediaSample::Encoder(x) => x,
-            MediaSample::Decoder(_) => unreachable!(),
+            _ => unreachable!(),
         })
         .unwrap_or_default();
         assert_eq!(v, line);

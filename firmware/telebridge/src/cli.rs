@@ -224,6 +224,7 @@ fn decode(args: DecodeArgs) -> ExitCode {
         duration: args.duration,
         on_sample,
         loop_to,
+        peer: None,
     };
     run_async(telebridge_appliance::run_decoder(options, shutdown_signal()), |summary| print_summary(json, &summary))
 }

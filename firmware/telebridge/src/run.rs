@@ -101,7 +101,12 @@ pub fn run(req: RunRequest) -> ExitCode {
         let req = std::sync::Arc::new(req);
         let r = req.clone();
         let apply_overrides: telebridge_appliance::daemon::Overrides = std::sync::Arc::new(move |c| overrides(&r, c).0);
-        let options = DaemonOptions { config };
+        let pairing = std::sync::Arc::new(telebridge_web::Pairing::load(
+            &config.name,
+            path.as_deref().map(telebridge_web::pairing_path),
+        ));
+        let peer_link = pairing.link(&config);
+        let options = DaemonOptions { config, peer_link };
         let (handle, daemon_task) = match daemon::start(options, stopped(stop_rx.clone())) {
             Ok(d) => d,
             Err(e) => return bad_input(e),
@@ -122,7 +127,7 @@ pub fn run(req: RunRequest) -> ExitCode {
                 }
             });
         }
-        let state = telebridge_web::AppState::new(handle, store);
+        let state = telebridge_web::AppState::with_pairing(handle, store, pairing);
         let web = tokio::spawn(telebridge_web::serve(listener, telebridge_web::router(state), stopped(stop_rx)));
         info!(panel = %format!("http://{listen}/"), "serving the panel and API");
         println!("panel: http://{listen}/");

@@ -16,6 +16,8 @@ pub mod daemon;
 mod error;
 mod live;
 mod middleware;
+pub mod pair_client;
+pub mod pairing;
 mod panel;
 mod sim;
 
@@ -31,6 +33,7 @@ use crate::auth::Auth;
 pub use crate::daemon::Daemon;
 pub use crate::error::ApiError;
 use crate::history::History;
+pub use crate::pairing::Pairing;
 pub use crate::panel::{panel_size, OPENAPI};
 pub use server::serve;
 
@@ -47,6 +50,8 @@ pub struct AppState {
     pub checker: auth::Checker,
     /// One row a second for 24 h.
     pub history: Arc<History>,
+    /// The pairing with another box.
+    pub pairing: Arc<Pairing>,
 }
 
 impl AppState {
@@ -54,6 +59,13 @@ impl AppState {
     /// password is set yet, makes the one-time setup code, logs it and writes it to
     /// `web.setup_code_file`.
     pub fn new(daemon: impl Daemon, store: Arc<ConfigStore>) -> Self {
+        let file = store.file();
+        let pairing = Pairing::load(&file.name, store.path().map(pairing_path));
+        Self::with_pairing(daemon, store, Arc::new(pairing))
+    }
+
+    /// As [`AppState::new`], with the pairing already read (the daemon started with its link).
+    pub fn with_pairing(daemon: impl Daemon, store: Arc<ConfigStore>, pairing: Arc<Pairing>) -> Self {
         let daemon: Arc<dyn Daemon> = Arc::new(daemon);
         let file = store.file();
         let code = file.web.password_hash.is_empty().then(auth::new_setup_code);
@@ -79,6 +91,7 @@ impl AppState {
             auth: Arc::new(Auth::new(code)),
             checker: auth::Checker::start(),
             history: Arc::new(History::default()),
+            pairing,
         };
         state.spawn_history();
         state
@@ -113,7 +126,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/setup", get(account::setup_status).post(account::setup))
         .route("/api/session", post(account::login).delete(account::logout))
         .route("/metrics", get(live::metrics_handler))
-        .route("/api/openapi.json", get(panel::openapi));
+        .route("/api/openapi.json", get(panel::openapi))
+        .route("/api/pair/hello", post(pairing::hello))
+        .route("/api/pair/confirm", post(pairing::confirm));
     let protected = Router::new()
         .route("/api/status", get(live::status))
         .route("/api/config", get(config_api::get_config).put(config_api::put_config))
@@ -126,6 +141,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/preview.jpg", get(live::preview))
         .route("/api/password", post(account::change_password))
         .route("/api/reboot", post(live::reboot))
+        .route("/api/pairing", get(pairing::get_pairing).delete(pairing::unpair))
+        .route("/api/pairing/open", post(pairing::open))
+        .route("/api/pairing/join", post(pairing::join))
         .route_layer(mw::from_fn_with_state(state.clone(), middleware::require_session));
     let mut r = open.merge(protected);
     if state.daemon.sim().is_some() {
@@ -136,6 +154,11 @@ pub fn router(state: AppState) -> Router {
             .route("/api/sim/signal", post(sim::sim_signal));
     }
     r.layer(mw::from_fn(middleware::csrf)).layer(mw::from_fn(middleware::no_store)).with_state(state)
+}
+
+/// Where a box keeps its pairing: beside its configuration file.
+pub fn pairing_path(config: &std::path::Path) -> std::path::PathBuf {
+    config.with_file_name("pairing.toml")
 }
 
 /// The header a non-browser client sends instead of an `Origin`.

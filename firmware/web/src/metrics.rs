@@ -42,27 +42,29 @@ pub fn render(s: &DaemonStatus) -> String {
     o.val("telebridge_uptime_seconds", "", s.uptime_s as f64);
     o.head("telebridge_input_signal", "gauge", "1 while the input has a signal (frames arrive from the source)");
     o.val("telebridge_input_signal", "", if s.input.signal { 1.0 } else { 0.0 });
-    match &s.media {
-        Some(MediaSample::Encoder(m)) => {
-            o.head("telebridge_encoder_fps", "gauge", "Frames encoded per second");
-            o.val("telebridge_encoder_fps", "", m.encoder.fps);
-            o.head("telebridge_encoder_bitrate_kbps", "gauge", "Encoded video bitrate");
-            o.val("telebridge_encoder_bitrate_kbps", "", m.encoder.bitrate_kbps);
-            o.head("telebridge_encoder_frames_total", "counter", "Frames encoded");
-            o.val("telebridge_encoder_frames_total", "", m.encoder.frames_encoded as f64);
+    if let Some(m) = s.media.as_ref().and_then(MediaSample::sending) {
+        o.head("telebridge_encoder_fps", "gauge", "Frames encoded per second");
+        o.val("telebridge_encoder_fps", "", m.encoder.fps);
+        o.head("telebridge_encoder_bitrate_kbps", "gauge", "Encoded video bitrate");
+        o.val("telebridge_encoder_bitrate_kbps", "", m.encoder.bitrate_kbps);
+        o.head("telebridge_encoder_frames_total", "counter", "Frames encoded");
+        o.val("telebridge_encoder_frames_total", "", m.encoder.frames_encoded as f64);
+    }
+    let decoding = match &s.media {
+        Some(MediaSample::Decoder(m)) => Some(&**m),
+        Some(MediaSample::Bridge(b)) => b.receiving.as_ref(),
+        _ => None,
+    };
+    if let Some(m) = decoding {
+        o.head("telebridge_decoder_frames_total", "counter", "Frames decoded");
+        o.val("telebridge_decoder_frames_total", "", m.decoder.frames_decoded as f64);
+        o.head("telebridge_decoder_fps", "gauge", "Frames decoded per second");
+        o.val("telebridge_decoder_fps", "", m.decoder.fps);
+        if let Some(l) = &m.latency {
+            o.head("telebridge_decoder_latency_ms", "gauge", "Glass-to-glass latency over the last 5 s");
+            o.val("telebridge_decoder_latency_ms", "quantile=\"0.5\"", l.p50_ms);
+            o.val("telebridge_decoder_latency_ms", "quantile=\"0.95\"", l.p95_ms);
         }
-        Some(MediaSample::Decoder(m)) => {
-            o.head("telebridge_decoder_frames_total", "counter", "Frames decoded");
-            o.val("telebridge_decoder_frames_total", "", m.decoder.frames_decoded as f64);
-            o.head("telebridge_decoder_fps", "gauge", "Frames decoded per second");
-            o.val("telebridge_decoder_fps", "", m.decoder.fps);
-            if let Some(l) = &m.latency {
-                o.head("telebridge_decoder_latency_ms", "gauge", "Glass-to-glass latency over the last 5 s");
-                o.val("telebridge_decoder_latency_ms", "quantile=\"0.5\"", l.p50_ms);
-                o.val("telebridge_decoder_latency_ms", "quantile=\"0.95\"", l.p95_ms);
-            }
-        }
-        None => {}
     }
     // SRT counters per output (encoder) or for the input (decoder).
     let links = s.media.as_ref().map(MediaSample::all_links).unwrap_or_default();

@@ -53,7 +53,8 @@ async fn start() -> Box_ {
     let file = config(dir.path());
     telebridge_config::save_atomic(&path, &file).unwrap();
     let valid = file.validate().unwrap();
-    let (handle, _task) = daemon::start(DaemonOptions { config: valid }, std::future::pending()).unwrap();
+    let (handle, _task) =
+        daemon::start(DaemonOptions { config: valid, peer_link: None }, std::future::pending()).unwrap();
     let identity: Overrides = Arc::new(|c| c);
     let store = Arc::new(ConfigStore::new(Some(path), file, identity, handle.commands.clone()));
     let state = AppState::new(handle.clone(), store);
@@ -413,6 +414,12 @@ async fn the_openapi_document_names_every_endpoint() {
         ("/api/logs", "get"),
         ("/api/password", "post"),
         ("/api/reboot", "post"),
+        ("/api/pairing", "get"),
+        ("/api/pairing", "delete"),
+        ("/api/pairing/open", "post"),
+        ("/api/pairing/join", "post"),
+        ("/api/pair/hello", "post"),
+        ("/api/pair/confirm", "post"),
     ];
     for (path, method) in routes {
         assert!(doc["paths"][path][method].is_object(), "{method} {path} is not documented");

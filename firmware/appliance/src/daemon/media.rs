@@ -72,6 +72,7 @@ pub fn simulate(mut c: telebridge_config::Config) -> telebridge_config::Config {
 
 pub(super) fn start_media(
     config: &ValidConfig,
+    peer_link: Option<&telebridge_config::SrtUrl>,
     generation: u64,
     events: mpsc::UnboundedSender<(u64, MediaEvent)>,
     shared: &MediaShared,
@@ -96,6 +97,7 @@ pub(super) fn start_media(
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),
                 signal_gate: gate,
+                peer: None,
             };
             let config = config.clone();
             tokio::spawn(async move {
@@ -117,12 +119,39 @@ pub(super) fn start_media(
                     let _ = tx.send((generation, MediaEvent::Sample(Box::new(sample))));
                 })),
                 loop_to: None,
+                peer: None,
             };
             tokio::spawn(async move {
                 let r = crate::run_decoder(options, shutdown).await.map(|_| ());
                 let _ = events.send((generation, MediaEvent::Ended(r)));
             });
             Media { stop: Some(stop_tx), commands: None, generation }
+        }
+        Role::Bridge => {
+            let (cmd_tx, cmd_rx) = mpsc::channel(16);
+            let tx = events.clone();
+            let gate = match config.video_source {
+                telebridge_config::VideoSource::Test => shared.cable.clone(),
+                _ => None,
+            };
+            let options = crate::BridgeOptions {
+                // A link made by hand wins over the pairing's.
+                link: config.bridge.link.clone().or_else(|| peer_link.cloned()),
+                duration: None,
+                on_sample: Some(Arc::new(move |s: &crate::BridgeSample| {
+                    let _ =
+                        tx.send((generation, MediaEvent::Sample(Box::new(MediaSample::Bridge(Box::new(s.clone()))))));
+                })),
+                commands: Some(cmd_rx),
+                preview: Some(shared.preview.clone()),
+                signal_gate: gate,
+            };
+            let config = config.clone();
+            tokio::spawn(async move {
+                let r = crate::run_bridge(config, options, shutdown).await;
+                let _ = events.send((generation, MediaEvent::Ended(r)));
+            });
+            Media { stop: Some(stop_tx), commands: Some(cmd_tx), generation }
         }
     }
 }

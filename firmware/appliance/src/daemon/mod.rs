@@ -40,6 +40,8 @@ pub type Overrides = Arc<dyn Fn(telebridge_config::Config) -> telebridge_config:
 pub struct DaemonOptions {
     /// The configuration, validated, with the command line's overrides applied.
     pub config: ValidConfig,
+    /// The bridge's connection to the paired box, from the stored pairing (`None`: not paired).
+    pub peer_link: Option<telebridge_config::SrtUrl>,
 }
 
 /// Commands to the daemon.
@@ -56,6 +58,9 @@ pub enum DaemonCommand {
     /// What the HDMI output should say while the box shows no picture (the first-run setup
     /// code), or `None` to clear it.
     SetupText(Option<String>),
+    /// The bridge's connection changed: paired (the new link) or unpaired (`None`). A running
+    /// bridge restarts on it.
+    PeerLink(Option<telebridge_config::SrtUrl>),
 }
 
 /// The daemon as the API sees it.
@@ -186,6 +191,7 @@ async fn main_loop(
 ) {
     let now_ms = || started.elapsed().as_millis() as u64;
     let mut config = options.config.clone();
+    let mut peer_link = options.peer_link.clone();
     let (media_tx, mut media_rx) = mpsc::unbounded_channel::<(u64, MediaEvent)>();
     let mut media: Option<Media> = None;
     let mut generation = 0u64;
@@ -212,7 +218,7 @@ async fn main_loop(
                 match action {
                     Action::Start => {
                         generation += 1;
-                        media = Some(start_media(&config, generation, media_tx.clone(), &shared));
+                        media = Some(start_media(&config, peer_link.as_ref(), generation, media_tx.clone(), &shared));
                     }
                     Action::Stop => {
                         if let Some(mut m) = media.take() {
@@ -283,6 +289,18 @@ async fn main_loop(
                 DaemonCommand::Live(live) => events.push(Event::Api { live }),
                 DaemonCommand::Button(b) => events.push(Event::Button(b)),
                 DaemonCommand::SetupText(text) => screen.setup = text,
+                DaemonCommand::PeerLink(link) => {
+                    let changed = link != peer_link;
+                    peer_link = link;
+                    if changed && config.role == Role::Bridge && machine.state.running() {
+                        info!(paired = peer_link.is_some(), "the pairing changed: restarting the bridge");
+                        if let Some(stop) = media.as_mut().and_then(|m| m.stop.take()) {
+                            let _ = stop.send(());
+                        }
+                        generation += 1;
+                        media = Some(start_media(&config, peer_link.as_ref(), generation, media_tx.clone(), &shared));
+                    }
+                }
                 DaemonCommand::Stall(d) => {
                     warn!(ms = d.as_millis() as u64, "stalling the main loop on request (simulation)");
                     std::thread::sleep(d);
@@ -293,7 +311,7 @@ async fn main_loop(
                     config = *new;
                     if plan.restart_media && machine.state.running() {
                         generation += 1;
-                        media = Some(start_media(&config, generation, media_tx.clone(), &shared));
+                        media = Some(start_media(&config, peer_link.as_ref(), generation, media_tx.clone(), &shared));
                     }
                 }
             },

@@ -59,6 +59,10 @@ pub(super) fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
             format!("{} {}x{} {} fps, {} kbit/s", config.video_source, p.width, p.height, p.fps, p.bitrate_kbps)
         }
         Role::Decoder => config.decoder_input.to_string(),
+        Role::Bridge => format!(
+            "{} {}x{} {} fps, {} kbit/s, to and from the paired box",
+            config.video_source, p.width, p.height, p.fps, p.bitrate_kbps
+        ),
     };
     InputInfo { signal: machine.signal, format }
 }
@@ -88,5 +92,6 @@ pub(super) fn role_name(role: Role) -> &'static str {
     match role {
         Role::Encoder => "encoder",
         Role::Decoder => "decoder",
+        Role::Bridge => "bridge",
     }
 }

@@ -1,0 +1,302 @@
+//! The bridge role: this box encodes its input and sends it to the paired box, and decodes
+//! what the paired box sends to its own output, at the same time, over one SRT connection
+//! (both directions on one socket: one UDP port for a router to pass).
+//!
+//! ```text
+//! source ─ EncoderPipeline ─ TS fan-out ─┬─ SrtOutput (duplex) ══ one SRT connection ══ the peer
+//!                                        └─ other outputs           │ what the peer sends
+//!                                                                   ▼
+//!                          Display ◄─ DecodePipeline ◄─ PeerFeed (counts, records, hands on)
+//! ```
+//!
+//! The encoder role and the decoder role run as they are; the [`PeerFeed`] stands where the
+//! decoder's SRT input would, fed from the duplex output's socket.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use telebridge_config::{FileSpec, SrtMode, SrtUrl, ValidConfig};
+use telebridge_outputs::Recording;
+use telebridge_srt::input::TsConsumer;
+use telebridge_srt::ts_check::ContinuityCheck;
+use telebridge_srt::{InputState, InputStatus, OutputState, OutputStatus};
+use tokio::sync::watch;
+
+use crate::decoder_role::{DecodeOptions, DecodeSample};
+use crate::encoder_role::{EncoderCommand, RunOptions};
+use crate::stats::StatsSample;
+use crate::AppError;
+
+/// Data older than this no longer counts as arriving (as the decoder's input).
+const STALE: Duration = Duration::from_millis(500);
+
+/// Where what the peer sends goes: counted, recorded if asked, handed to the decoder.
+pub struct PeerFeed {
+    url: String,
+    listens: bool,
+    consumer: RwLock<Option<TsConsumer>>,
+    output: OnceLock<watch::Receiver<OutputStatus>>,
+    bytes: AtomicU64,
+    continuity: Mutex<ContinuityCheck>,
+    last: Mutex<Option<Instant>>,
+    recording: Mutex<Option<Recording>>,
+}
+
+impl std::fmt::Debug for PeerFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerFeed").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+impl PeerFeed {
+    /// A feed for the connection `url`, recording what arrives to `record` if given.
+    pub fn new(url: &SrtUrl, record: Option<FileSpec>) -> Self {
+        Self {
+            url: url.to_string(),
+            listens: url.mode == SrtMode::Listener,
+            consumer: RwLock::new(None),
+            output: OnceLock::new(),
+            bytes: AtomicU64::new(0),
+            continuity: Mutex::new(ContinuityCheck::default()),
+            last: Mutex::new(None),
+            recording: Mutex::new(record.map(|spec| Recording::start("received".into(), spec))),
+        }
+    }
+
+    /// What the peer sent (from the connection's thread).
+    pub fn receive(&self, data: &[u8]) {
+        self.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.continuity.lock().unwrap_or_else(|p| p.into_inner()).feed(data);
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        if let Some(r) = self.recording.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            r.send(data);
+        }
+        if let Some(c) = self.consumer.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            c(data);
+        }
+    }
+
+    /// Where the decoder takes the stream.
+    pub fn attach(&self, consumer: TsConsumer) {
+        *self.consumer.write().unwrap_or_else(|p| p.into_inner()) = Some(consumer);
+    }
+
+    /// The connection's status (set once, when the encoder has started it).
+    pub fn set_output(&self, status: watch::Receiver<OutputStatus>) {
+        let _ = self.output.set(status);
+    }
+
+    /// The stream from the peer as the decoder reports an input.
+    pub fn status(&self) -> InputStatus {
+        let out = self.output.get().map(|o| o.borrow().clone());
+        let cc = self.continuity.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let age = self.last.lock().unwrap_or_else(|p| p.into_inner()).map(|t| t.elapsed());
+        input_status(&self.url, self.listens, out.as_ref(), self.bytes.load(Ordering::Relaxed), &cc, age)
+    }
+
+    /// The recording of what arrives, if any.
+    pub fn recording_status(&self) -> Option<OutputStatus> {
+        self.recording.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|r| r.status().borrow().clone())
+    }
+
+    /// Closes the recording (its last segment is complete).
+    fn stop(&self) {
+        if let Some(r) = self.recording.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            r.stop();
+        }
+    }
+}
+
+/// The stream from the peer as an input's status: receiving while data arrives on a live
+/// connection, else the connection's own state and reason. Pure.
+pub fn input_status(
+    url: &str,
+    listens: bool,
+    out: Option<&OutputStatus>,
+    bytes: u64,
+    cc: &ContinuityCheck,
+    since_data: Option<Duration>,
+) -> InputStatus {
+    let fresh = since_data.is_some_and(|d| d < STALE);
+    let waiting = if listens { InputState::Listening } else { InputState::Connecting };
+    let (state, reason) = match out {
+        None => (waiting, None),
+        Some(o) => match o.state {
+            OutputState::Live if fresh => (InputState::Receiving, None),
+            OutputState::Live => (waiting, Some("connected; nothing arrives from the paired box".to_string())),
+            OutputState::Listening | OutputState::Connecting => (waiting, o.reason.clone()),
+            OutputState::Retrying | OutputState::Failed => (InputState::Retrying, o.reason.clone()),
+            OutputState::Stopped => (InputState::Stopped, None),
+        },
+    };
+    InputStatus {
+        url: url.to_string(),
+        state,
+        reason,
+        reconnects: out.map_or(0, |o| o.reconnects),
+        srt: out.map(|o| o.srt.clone()).unwrap_or_default(),
+        ts_continuity_errors: cc.errors,
+        not_ts_packets: cc.not_ts,
+        bytes,
+        last_data_ms_ago: since_data.map(|d| d.as_millis() as u64),
+        stream_id: None,
+    }
+}
+
+/// The connection to the peer, as the encoder starts it.
+#[derive(Debug, Clone)]
+pub struct PeerLink {
+    /// The output's name in status and metrics.
+    pub name: String,
+    /// The connection.
+    pub url: SrtUrl,
+    /// Where what arrives on it goes.
+    pub feed: Arc<PeerFeed>,
+}
+
+/// One second of the bridge: what it sends and what it receives.
+#[derive(Debug, Clone, Serialize)]
+pub struct BridgeSample {
+    /// The encoder, its outputs and the connection to the peer (output `peer`).
+    pub sending: StatsSample,
+    /// The decoder of what the peer sends (none before its first second).
+    pub receiving: Option<DecodeSample>,
+    /// The recording of what arrives, if asked for.
+    pub received_recording: Option<OutputStatus>,
+}
+
+/// Receives each one-second sample.
+pub type BridgeSampleCallback = Arc<dyn Fn(&BridgeSample) + Send + Sync>;
+
+/// How to run the bridge.
+#[derive(Default)]
+pub struct BridgeOptions {
+    /// The connection to the peer; `None`: not paired (the slate says so, nothing is sent).
+    pub link: Option<SrtUrl>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Called with each one-second sample.
+    pub on_sample: Option<BridgeSampleCallback>,
+    /// Outputs added or removed while running.
+    pub commands: Option<tokio::sync::mpsc::Receiver<EncoderCommand>>,
+    /// The panel's preview of what this box sends.
+    pub preview: Option<telebridge_media::PreviewSlot>,
+    /// The simulated HDMI cable.
+    pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl std::fmt::Debug for BridgeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeOptions").field("link", &self.link).finish_non_exhaustive()
+    }
+}
+
+/// The name of the connection to the peer among the encoder's outputs.
+pub const PEER_OUTPUT: &str = "peer";
+
+/// Runs the bridge until `duration` elapses, `shutdown` completes, or either half fails.
+pub async fn run_bridge(
+    config: ValidConfig,
+    options: BridgeOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), AppError> {
+    let Some(link) = options.link.clone() else {
+        return Err(AppError::BadInput(
+            "role bridge: not paired; pair with another box in the panel, or set bridge.link".into(),
+        ));
+    };
+    let feed = Arc::new(PeerFeed::new(&link, config.bridge.record.clone()));
+    let latest: Arc<Mutex<Option<DecodeSample>>> = Arc::default();
+    let decode = DecodeOptions {
+        name: config.name.clone(),
+        input: link.clone(),
+        sink: telebridge_media::display::SinkKind::from_config(&config.decoder_sink),
+        audio: config.audio_out.clone(),
+        duration: options.duration,
+        on_sample: Some({
+            let latest = latest.clone();
+            Arc::new(move |s: &DecodeSample| *latest.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.clone()))
+        }),
+        loop_to: None,
+        peer: Some(feed.clone()),
+    };
+    let encode = RunOptions {
+        duration: options.duration,
+        on_sample: Some({
+            let (latest, feed, cb) = (latest.clone(), feed.clone(), options.on_sample.clone());
+            Arc::new(move |s: &StatsSample| {
+                if let Some(cb) = &cb {
+                    cb(&BridgeSample {
+                        sending: s.clone(),
+                        receiving: latest.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                        received_recording: feed.recording_status(),
+                    });
+                }
+            })
+        }),
+        commands: options.commands,
+        preview: options.preview,
+        signal_gate: options.signal_gate,
+        peer: Some(PeerLink { name: PEER_OUTPUT.into(), url: link, feed: feed.clone() }),
+    };
+    // Either half ending (on request or failing) ends the other.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let encoder = async {
+        let r = crate::run_encoder(config.clone(), encode, stopped(stop_rx.clone())).await;
+        stop_tx.send_replace(true);
+        r
+    };
+    let decoder = async {
+        let r = crate::run_decoder(decode, stopped(stop_rx.clone())).await;
+        stop_tx.send_replace(true);
+        r
+    };
+    let outside = async {
+        tokio::select! {
+            () = shutdown => { stop_tx.send_replace(true); }
+            () = stopped(stop_rx.clone()) => {}
+        }
+    };
+    let (sent, received, ()) = tokio::join!(encoder, decoder, outside);
+    feed.stop();
+    sent?;
+    received?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(state: OutputState, reason: Option<&str>) -> OutputStatus {
+        let mut o = OutputStatus::new("srt", PEER_OUTPUT.into(), "srt://h:7700".into(), state);
+        o.reason = reason.map(str::to_string);
+        o.reconnects = 2;
+        o
+    }
+
+    #[test]
+    fn the_peers_stream_is_receiving_only_while_data_arrives_on_a_live_connection() {
+        let cc = ContinuityCheck::default();
+        let ms = Duration::from_millis;
+        let s = input_status("u", false, None, 0, &cc, None);
+        assert_eq!((s.state, s.reason), (InputState::Connecting, None));
+        let live = out(OutputState::Live, None);
+        let s = input_status("u", false, Some(&live), 1316, &cc, Some(ms(20)));
+        assert_eq!((s.state, s.reconnects, s.bytes, s.last_data_ms_ago), (InputState::Receiving, 2, 1316, Some(20)));
+        let s = input_status("u", true, Some(&live), 1316, &cc, Some(ms(900)));
+        assert_eq!(s.state, InputState::Listening);
+        assert_eq!(s.reason.as_deref(), Some("connected; nothing arrives from the paired box"));
+        let lost = out(OutputState::Retrying, Some("the paired box stopped answering"));
+        let s = input_status("u", false, Some(&lost), 1316, &cc, Some(ms(20)));
+        assert_eq!((s.state, s.reason.as_deref()), (InputState::Retrying, Some("the paired box stopped answering")));
+        let s = input_status("u", true, Some(&out(OutputState::Listening, None)), 0, &cc, None);
+        assert_eq!(s.state, InputState::Listening);
+    }
+}

@@ -1,0 +1,389 @@
+//! Pairing two boxes with a code, through their panels. Box A opens pairing and shows a code;
+//! the owner types it into box B's panel with A's address; B asks A twice (`/api/pair/hello`,
+//! `/api/pair/confirm`, the only pairing endpoints open without a session: they carry the
+//! password-authenticated key exchange, which a stranger gets one guess at per code). Both
+//! boxes store the pairing (0600) and their bridges connect.
+//!
+//! Who listens: A, since B has just reached it (the round trip is measured on the way, and the
+//! calling box B sets the SRT latency from it).
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use telebridge_appliance::DaemonCommand;
+use telebridge_config::SrtUrl;
+use telebridge_pairing::store::StoredSide;
+use telebridge_pairing::{
+    link_url, wire, PairError, PairRecord, PairingCode, Reach, Refusal, Shower, ShowerError, Side, Typer, TyperError,
+};
+use tracing::{info, warn};
+
+use crate::body::read_body;
+use crate::error::ApiError;
+use crate::pair_client::{self, Answer};
+use crate::AppState;
+
+/// The panel's port when the address typed names none.
+const DEFAULT_PANEL_PORT: u16 = 80;
+
+/// A box's pairing: the code it may show, the pairing it holds.
+#[derive(Debug)]
+pub struct Pairing {
+    path: Option<PathBuf>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    shower: Shower,
+    record: Option<PairRecord>,
+    /// When A answered a hello (its round trip to B's confirmation is A's measurement).
+    answered: Option<Instant>,
+    /// The last thing that happened, in words, for the panel.
+    last: Option<String>,
+}
+
+/// The pairing as the panel shows it (no secrets).
+#[derive(Debug, Serialize)]
+pub struct PairingView {
+    /// The code this box shows (`7Q4-KM2`), while pairing is open.
+    pub code: Option<String>,
+    /// The pairing held, if any.
+    pub paired: Option<PairedView>,
+    /// The last thing that happened ("wrong code: a new one is shown").
+    pub last: Option<String>,
+}
+
+/// A pairing held, without its secrets.
+#[derive(Debug, Serialize)]
+pub struct PairedView {
+    /// The other box.
+    pub peer: String,
+    /// Names the pair.
+    pub pair_id: String,
+    /// `a`: this box showed the code; `b`: it was typed here.
+    pub side: StoredSide,
+    /// `listen` or `call`.
+    pub reach: Reach,
+    /// What this box calls, when it calls.
+    pub calls: Option<String>,
+    /// The round trip measured while pairing, ms.
+    pub rtt_ms: u32,
+    /// The connection (no secrets).
+    pub link: Option<String>,
+    /// When (Unix seconds).
+    pub paired_at_unix: u64,
+}
+
+fn fresh_code() -> Result<PairingCode, ApiError> {
+    PairingCode::generate()
+        .map_err(|e| ApiError::Internal { what: "cannot make a pairing code", detail: e.to_string() })
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl Pairing {
+    /// The pairing of box `box_id`, stored at `path` (none: kept in memory only), as found there.
+    pub fn load(box_id: &str, path: Option<PathBuf>) -> Self {
+        let record = match path.as_deref().map(telebridge_pairing::store::load) {
+            Some(Ok(r)) => r,
+            Some(Err(e)) => {
+                warn!(error = %e, "the stored pairing cannot be read; the box is not paired");
+                None
+            }
+            None => None,
+        };
+        let inner = Inner { shower: Shower::new(box_id), record, answered: None, last: None };
+        Self { path, inner: Mutex::new(inner) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The bridge's connection for the pairing held, under `config`'s bridge settings.
+    pub fn link(&self, config: &telebridge_config::ValidConfig) -> Option<SrtUrl> {
+        let record = self.lock().record.clone()?;
+        link_url(&record, &config.bridge).map_err(|e| warn!(error = %e, "the stored pairing gives no link")).ok()
+    }
+
+    fn view(&self, config: Option<&telebridge_config::ValidConfig>) -> PairingView {
+        let mut inner = self.lock();
+        if let Ok(fresh) = PairingCode::generate() {
+            if inner.shower.expire(fresh, Instant::now()) {
+                inner.last = Some("no confirmation came in time: the code was burnt, a new one is shown".into());
+            }
+        }
+        let paired = inner.record.as_ref().map(|r| PairedView {
+            peer: r.peer_id.clone(),
+            pair_id: r.pair_id.clone(),
+            side: r.side,
+            reach: r.reach,
+            calls: r.peer.clone(),
+            rtt_ms: r.rtt_ms,
+            link: config.and_then(|c| link_url(r, &c.bridge).ok()).map(|u| u.to_string()),
+            paired_at_unix: r.paired_at_unix,
+        });
+        PairingView { code: inner.shower.code(Instant::now()), paired, last: inner.last.clone() }
+    }
+
+    /// Keeps `record` (stored first, so a pairing the box could not keep is not announced).
+    fn keep(&self, record: PairRecord) -> Result<(), ApiError> {
+        if let Some(path) = &self.path {
+            telebridge_pairing::store::save(path, &record)
+                .map_err(|e| ApiError::Internal { what: "cannot store the pairing", detail: e.to_string() })?;
+        }
+        info!(peer = %record.peer_id, pair = %record.pair_id, reach = ?record.reach, rtt_ms = record.rtt_ms, "paired");
+        let mut inner = self.lock();
+        inner.last = Some(format!("paired with {}", record.peer_id));
+        inner.record = Some(record);
+        Ok(())
+    }
+}
+
+async fn announce(s: &AppState) {
+    let link = s.store.running().and_then(|c| s.pairing.link(&c));
+    let _ = s.daemon.commands().send(DaemonCommand::PeerLink(link)).await;
+}
+
+/// `GET /api/pairing`.
+pub(crate) async fn get_pairing(State(s): State<AppState>) -> Json<PairingView> {
+    Json(s.pairing.view(s.store.running().as_ref()))
+}
+
+/// `POST /api/pairing/open`: show a new code.
+pub(crate) async fn open(State(s): State<AppState>) -> Result<Json<PairingView>, ApiError> {
+    let code = fresh_code()?;
+    {
+        let mut inner = s.pairing.lock();
+        inner.shower.open(code, Instant::now());
+        inner.last = Some("pairing open: type the code into the other box's panel".into());
+    }
+    info!("pairing opened: a code is shown");
+    Ok(Json(s.pairing.view(s.store.running().as_ref())))
+}
+
+/// `DELETE /api/pairing`: forget the pairing; the bridge stops.
+pub(crate) async fn unpair(State(s): State<AppState>) -> Result<Json<PairingView>, ApiError> {
+    if let Some(path) = &s.pairing.path {
+        telebridge_pairing::store::remove(path)
+            .map_err(|e| ApiError::Internal { what: "cannot remove the pairing", detail: e.to_string() })?;
+    }
+    let gone = {
+        let mut inner = s.pairing.lock();
+        let gone = inner.record.take();
+        inner.last = gone.as_ref().map(|r| format!("unpaired from {}", r.peer_id));
+        gone
+    };
+    if let Some(r) = gone {
+        info!(peer = %r.peer_id, "unpaired");
+        announce(&s).await;
+    }
+    Ok(Json(s.pairing.view(s.store.running().as_ref())))
+}
+
+/// `POST /api/pair/hello` (box B to box A, no session): A's answer to B's hello.
+pub(crate) async fn hello(State(s): State<AppState>, req: Request) -> Response {
+    let body = match read_body(req, wire::MAX_BYTES).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let text = String::from_utf8_lossy(&body);
+    let mut inner = s.pairing.lock();
+    if let Ok(fresh) = PairingCode::generate() {
+        inner.shower.expire(fresh, Instant::now());
+    }
+    match inner.shower.on_hello(&text, Instant::now()) {
+        Ok(answer) => {
+            inner.answered = Some(Instant::now());
+            ([(header::CONTENT_TYPE, "application/json")], answer).into_response()
+        }
+        Err(e) => shower_error(e).into_response(),
+    }
+}
+
+fn shower_error(e: ShowerError) -> ApiError {
+    match e {
+        ShowerError::Refused(Refusal::Wait(d)) => {
+            ApiError::Later(StatusCode::TOO_MANY_REQUESTS, e.to_string(), d.as_secs().max(1))
+        }
+        ShowerError::Refused(Refusal::Busy) => ApiError::Later(StatusCode::CONFLICT, e.to_string(), 2),
+        ShowerError::Refused(_) | ShowerError::Unexpected => ApiError::User(StatusCode::CONFLICT, e.to_string()),
+        ShowerError::Wire(_) => ApiError::User(StatusCode::BAD_REQUEST, e.to_string()),
+        ShowerError::Pair(PairError::WrongCode) => {
+            ApiError::User(StatusCode::FORBIDDEN, "wrong code: this box now shows a new one".into())
+        }
+        ShowerError::Pair(_) => ApiError::User(StatusCode::BAD_REQUEST, e.to_string()),
+    }
+}
+
+/// What A tells B once paired.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Welcome {
+    /// A's bridge port (B calls it).
+    srt_port: u16,
+}
+
+/// `POST /api/pair/confirm` (box B to box A, no session): paired, or the code burnt.
+pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<Json<Welcome>, ApiError> {
+    let body = read_body(req, wire::MAX_BYTES).await.map_err(|_| {
+        ApiError::User(StatusCode::BAD_REQUEST, format!("a confirmation is at most {} bytes", wire::MAX_BYTES))
+    })?;
+    let text = String::from_utf8_lossy(&body);
+    let fresh = fresh_code()?;
+    let (verdict, answered) = {
+        let mut inner = s.pairing.lock();
+        let verdict = inner.shower.on_confirm(&text, fresh, Instant::now());
+        if matches!(verdict, Err(ShowerError::Pair(PairError::WrongCode))) {
+            inner.last = Some("a wrong code was tried: it was burnt and a new one is shown".into());
+            warn!("pairing: a wrong code was tried; a new code is shown");
+        }
+        (verdict, inner.answered.take())
+    };
+    let secrets = verdict.map_err(shower_error)?;
+    let rtt_ms = answered.map_or(0, |t| t.elapsed().as_millis().min(u128::from(u32::MAX)) as u32);
+    let record = PairRecord::new(Side::A, secrets, Reach::Listen, None, rtt_ms, unix_now());
+    s.pairing.keep(record)?;
+    announce(&s).await;
+    let srt_port = s.store.running().map_or(7700, |c| c.bridge.port);
+    Ok(Json(Welcome { srt_port }))
+}
+
+/// What the owner types into box B.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JoinBody {
+    /// Box A's panel: `HOST` or `HOST:PORT`.
+    address: String,
+    /// The code A shows.
+    code: String,
+}
+
+/// `address` as `HOST:PORT` (the panel's port by default).
+fn panel_address(address: &str) -> Result<String, ApiError> {
+    let a = address.trim().trim_start_matches("http://").trim_end_matches('/');
+    let bad = || {
+        ApiError::User(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("address: {address:?} is not HOST or HOST:PORT (the other box's panel, e.g. 192.168.1.20 or studio-a.local:8080)"),
+        )
+    };
+    if a.is_empty() || a.contains(['/', ' ', '@', '?', '#']) {
+        return Err(bad());
+    }
+    let has_port = match a.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') || host.ends_with(']') => {
+            port.parse::<u16>().map_err(|_| bad())?;
+            true
+        }
+        _ => false,
+    };
+    Ok(if has_port {
+        a.to_string()
+    } else if a.contains(':') && !a.starts_with('[') {
+        format!("[{a}]:{DEFAULT_PANEL_PORT}")
+    } else {
+        format!("{a}:{DEFAULT_PANEL_PORT}")
+    })
+}
+
+/// A's refusal as B's answer: its status and words, with who said them.
+fn from_a(address: &str, a: &Answer) -> ApiError {
+    let words = serde_json::from_str::<serde_json::Value>(&a.body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+        .unwrap_or_else(|| format!("answered {}", a.status));
+    let message = format!("{address}: {words}");
+    let status = StatusCode::from_u16(a.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    match (a.retry_after, status.is_client_error()) {
+        (Some(secs), _) => ApiError::Later(status, message, secs),
+        (None, true) => ApiError::User(status, message),
+        (None, false) => ApiError::User(StatusCode::BAD_GATEWAY, message),
+    }
+}
+
+/// `POST /api/pairing/join` `{address, code}`: this box (B) pairs with the box at `address`.
+pub(crate) async fn join(State(s): State<AppState>, req: Request) -> Result<Json<PairingView>, ApiError> {
+    let body = read_body(req, crate::body::SMALL_BODY).await.map_err(|_| {
+        ApiError::User(
+            StatusCode::BAD_REQUEST,
+            "body must be {\"address\": \"HOST[:PORT]\", \"code\": \"7Q4-KM2\"}".into(),
+        )
+    })?;
+    let JoinBody { address, code } = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::User(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("body must be {{\"address\": \"HOST[:PORT]\", \"code\": \"7Q4-KM2\"}}: {e}"),
+        )
+    })?;
+    let address = panel_address(&address)?;
+    let config = s
+        .store
+        .running()
+        .ok_or_else(|| ApiError::User(StatusCode::CONFLICT, "the configuration does not validate".into()))?;
+    let (typer, hello) = Typer::begin(&code, &config.name)
+        .map_err(|e| ApiError::User(StatusCode::UNPROCESSABLE_ENTITY, format!("code: {e}")))?;
+    let unreachable = |e: pair_client::ClientError| ApiError::User(StatusCode::BAD_GATEWAY, e.to_string());
+    let answer = pair_client::post(&address, "/api/pair/hello", &hello).await.map_err(unreachable)?;
+    if answer.status != 200 {
+        return Err(from_a(&address, &answer));
+    }
+    let (verdict, confirmation) = typer.on_answer(&answer.body);
+    let Some(confirmation) = confirmation else {
+        let e = verdict.err().map(|e| e.to_string()).unwrap_or_default();
+        return Err(ApiError::User(StatusCode::BAD_GATEWAY, format!("{address} is not a telebridge box: {e}")));
+    };
+    // Sent also after a wrong code, so that A burns it at once.
+    let welcome = pair_client::post(&address, "/api/pair/confirm", &confirmation).await.map_err(unreachable)?;
+    let secrets = match verdict {
+        Ok(secrets) => secrets,
+        Err(TyperError::Pair(PairError::WrongCode)) => {
+            s.pairing.lock().last = Some(format!("wrong code for {address}: it now shows a new one"));
+            return Err(ApiError::User(
+                StatusCode::FORBIDDEN,
+                format!("code: wrong code for {address}; it now shows a new one: type that"),
+            ));
+        }
+        Err(e) => return Err(ApiError::User(StatusCode::BAD_GATEWAY, format!("{address}: {e}"))),
+    };
+    if welcome.status != 200 {
+        return Err(from_a(&address, &welcome));
+    }
+    let Welcome { srt_port } = serde_json::from_str(&welcome.body).map_err(|e| {
+        ApiError::User(StatusCode::BAD_GATEWAY, format!("{address} answered a pairing it did not explain: {e}"))
+    })?;
+    let rtt = answer.connect.min(welcome.connect);
+    let rtt_ms = rtt.as_micros().div_ceil(1000).min(u128::from(u32::MAX)) as u32;
+    let host = address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h);
+    let record = PairRecord::new(Side::B, secrets, Reach::Call, Some(format!("{host}:{srt_port}")), rtt_ms, unix_now());
+    s.pairing.keep(record)?;
+    announce(&s).await;
+    Ok(Json(s.pairing.view(Some(&config))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_address_typed_becomes_host_and_panel_port() {
+        let ok = |a: &str| panel_address(a).map_err(|e| format!("{e:?}")).unwrap();
+        assert_eq!(ok("192.168.1.20"), "192.168.1.20:80");
+        assert_eq!(ok("http://studio-a.local:8080/"), "studio-a.local:8080");
+        assert_eq!(ok("fd00::7"), "[fd00::7]:80");
+        assert_eq!(ok("[fd00::7]:8080"), "[fd00::7]:8080");
+        for bad in ["", "a b", "host:99999", "user@host", "host/path"] {
+            let e = panel_address(bad).unwrap_err();
+            assert!(format!("{e:?}").contains("is not HOST or HOST:PORT"), "{bad}: {e:?}");
+        }
+    }
+}

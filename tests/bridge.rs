@@ -1,0 +1,118 @@
+//! The telebridge: two boxes (`telebridge run --sim --role bridge`, each with its own panel)
+//! pair through their APIs with the code one of them shows, then each sends its picture and
+//! sound to the other over one SRT connection and shows (and records) what arrives. The
+//! recordings of what each received are read back with ffprobe.
+
+#![allow(clippy::unwrap_used)] // a failed system call or a missing field should fail the test
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use support::*;
+
+/// A bridge box's configuration: small pictures (two encoders and two decoders share the
+/// machine), what arrives recorded in `dir`.
+fn bridge_config(dir: &Path, name: &str, srt_port: u16) -> PathBuf {
+    let path = dir.join("telebridge.toml");
+    let record = dir.join("received-%H%M%S.ts");
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"{name}\"\nrole = \"bridge\"\n[video]\nwidth = 640\nheight = 360\nfps = 25\nbitrate_kbps = 800\n\
+             [bridge]\nport = {srt_port}\nrecord = \"file:{}\"\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn recordings(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> =
+        std::fs::read_dir(dir).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
+    v.retain(|p| {
+        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("received-") && n.ends_with(".ts"))
+    });
+    v.sort();
+    v
+}
+
+fn frames_decoded(port: u16) -> u64 {
+    get_json(port, "/api/status")["media"]["receiving"]["decoder"]["frames_decoded"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn two_boxes_pair_with_the_code_and_each_receives_the_others_picture_and_sound() {
+    let _guard = serial();
+    let (dir_a, dir_b) = (scratch("bridge-a"), scratch("bridge-b"));
+    let (http_a, http_b, srt_a) = (free_tcp_port(), free_tcp_port(), free_udp_port());
+    let config_a = bridge_config(&dir_a, "studio-a", srt_a);
+    let config_b = bridge_config(&dir_b, "studio-b", free_udp_port());
+    let mut a = run_sim(&dir_a, "box", http_a, &["--config", config_a.to_str().unwrap()], &[]);
+    let mut b = run_sim(&dir_b, "box", http_b, &["--config", config_b.to_str().unwrap()], &[]);
+
+    // A shows a code; B's owner types it with A's address.
+    let (status, body) = http("POST", http_a, "/api/pairing/open", None);
+    assert_eq!(status, 200, "{body}");
+    let shown: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let code = shown["code"].as_str().expect("a code is shown").to_string();
+    assert_eq!(code.len(), 7, "{code}");
+    let join = format!(r#"{{"address": "127.0.0.1:{http_a}", "code": "{}"}}"#, code.to_lowercase().replace('-', " "));
+    let (status, body) = http("POST", http_b, "/api/pairing/join", Some(&join));
+    assert_eq!(status, 200, "{body}");
+    let paired_b: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(paired_b["paired"]["peer"], "studio-a", "{body}");
+    assert_eq!(paired_b["paired"]["reach"], "call", "{body}");
+    let paired_a = get_json(http_a, "/api/pairing");
+    assert_eq!(paired_a["paired"]["peer"], "studio-b", "{paired_a}");
+    assert_eq!(paired_a["paired"]["reach"], "listen", "{paired_a}");
+    assert_eq!(paired_a["code"], serde_json::Value::Null, "the code is used up: {paired_a}");
+    assert_eq!(paired_a["paired"]["pair_id"], paired_b["paired"]["pair_id"]);
+    // What the API shows holds no secret; the files that hold them are the owner's only.
+    for (dir, shown) in [(&dir_a, paired_a.to_string()), (&dir_b, body.clone())] {
+        let stored = std::fs::read_to_string(dir.join("pairing.toml")).unwrap();
+        let passphrase = stored.lines().find_map(|l| l.strip_prefix("passphrase = ")).unwrap().trim_matches('"');
+        assert_eq!(passphrase.len(), 64, "AES-256 from the exchange, not the code");
+        assert!(!shown.contains(passphrase), "{shown}");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join("pairing.toml")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // Both go live: each receives the other's picture.
+    for port in [http_a, http_b] {
+        let (status, body) = http("POST", port, "/api/live", Some(r#"{"live": true}"#));
+        assert_eq!(status, 202, "{body}");
+    }
+    let both = wait_for(Duration::from_secs(30), || frames_decoded(http_a) > 50 && frames_decoded(http_b) > 50);
+    assert!(
+        both.is_some(),
+        "not both ways:\nA: {}\nB: {}",
+        get_json(http_a, "/api/status")["media"],
+        get_json(http_b, "/api/status")["media"]
+    );
+    let status_a = get_json(http_a, "/api/status");
+    let peer =
+        status_a["media"]["sending"]["outputs"].as_array().unwrap().iter().find(|o| o["name"] == "peer").cloned();
+    let peer = peer.expect("the connection to the paired box is an output");
+    assert_eq!(peer["state"], "live", "{peer}");
+    assert!(peer["srt"]["packets_received"].as_u64().unwrap_or(0) > 100, "one socket carries both ways: {peer}");
+    std::thread::sleep(Duration::from_secs(3));
+
+    // Stopped, each has a playable recording of what the other sent: picture and sound.
+    for p in [&mut a, &mut b] {
+        p.signal("TERM");
+        assert!(p.wait_timeout(Duration::from_secs(15)).is_some(), "{} did not stop", p.name);
+    }
+    for dir in [&dir_a, &dir_b] {
+        let files = recordings(dir);
+        assert!(!files.is_empty(), "no recording in {}", dir.display());
+        let streams = ffprobe_streams(&files[0]);
+        let kinds: Vec<&str> = streams.iter().map(|s| s.codec.as_str()).collect();
+        assert!(kinds.contains(&"h264") && kinds.contains(&"aac"), "{}: {kinds:?}", files[0].display());
+        let frames = decodable_frames(&files[0]);
+        assert!(frames > 50, "{}: {frames} frames", files[0].display());
+    }
+}
