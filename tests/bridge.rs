@@ -99,7 +99,46 @@ fn two_boxes_pair_with_the_code_and_each_receives_the_others_picture_and_sound()
     let peer = peer.expect("the connection to the paired box is an output");
     assert_eq!(peer["state"], "live", "{peer}");
     assert!(peer["srt"]["packets_received"].as_u64().unwrap_or(0) > 100, "one socket carries both ways: {peer}");
-    std::thread::sleep(Duration::from_secs(3));
+
+    // A third party at A's bridge port, with no passphrase or a guessed one, gets nothing.
+    let passphrase = std::fs::read_to_string(dir_a.join("pairing.toml"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("passphrase = ").map(|p| p.trim_matches('"').to_string()))
+        .unwrap();
+    for (name, query) in [("nokey", String::new()), ("guess", "&passphrase=0123456789abcdef&pbkeylen=32".into())] {
+        let out = dir_a.join(format!("{name}.ts"));
+        let _slt = slt_to_file(&format!("srt://127.0.0.1:{srt_a}?mode=caller{query}"), &out, &dir_a, name);
+        std::thread::sleep(Duration::from_secs(3));
+        assert_eq!(size(&out), 0, "a stranger ({name}) received the bridge's stream");
+    }
+    // The secrets are in no log and no answer of the API.
+    for (dir, port) in [(&dir_a, http_a), (&dir_b, http_b)] {
+        for f in ["box.stderr", "box.stdout"] {
+            let log = std::fs::read_to_string(dir.join(f)).unwrap();
+            assert!(!log.contains(&passphrase), "the passphrase in {}", dir.join(f).display());
+        }
+        for path in ["/api/pairing", "/api/status", "/api/config", "/metrics", "/api/logs"] {
+            let (_, body) = http("GET", port, path, None);
+            assert!(!body.contains(&passphrase), "the passphrase in {path}");
+        }
+    }
+
+    // A unpairs: B stops receiving within 5 s and says why.
+    let (status, body) = http("DELETE", http_a, "/api/pairing", None);
+    assert_eq!(status, 200, "{body}");
+    let stopped = wait_for(Duration::from_secs(5), || {
+        let before = frames_decoded(http_b);
+        std::thread::sleep(Duration::from_millis(600));
+        let p = get_json(http_b, "/api/pairing");
+        p["paired"].is_null() && frames_decoded(http_b) == before
+    });
+    assert!(stopped.is_some(), "B still paired or receiving: {}", get_json(http_b, "/api/pairing"));
+    let why = get_json(http_b, "/api/pairing")["last"].as_str().unwrap_or("").to_string();
+    assert!(why.starts_with("studio-a unpaired this box"), "{why}");
+    let status_b = get_json(http_b, "/api/status");
+    assert!(status_b.to_string().contains("studio-a unpaired this box"), "B's status does not say why: {status_b}");
+    assert!(!dir_b.join("pairing.toml").exists() && !dir_a.join("pairing.toml").exists());
 
     // Stopped, each has a playable recording of what the other sent: picture and sound.
     for p in [&mut a, &mut b] {
@@ -115,4 +154,68 @@ fn two_boxes_pair_with_the_code_and_each_receives_the_others_picture_and_sound()
         let frames = decodable_frames(&files[0]);
         assert!(frames > 50, "{}: {frames} frames", files[0].display());
     }
+}
+
+#[test]
+fn a_wrong_code_is_refused_in_words_burns_the_code_and_the_next_try_must_wait() {
+    let _guard = serial();
+    let (dir_a, dir_b) = (scratch("pair-wrong-a"), scratch("pair-wrong-b"));
+    let (http_a, http_b) = (free_tcp_port(), free_tcp_port());
+    let config_a = bridge_config(&dir_a, "studio-a", free_udp_port());
+    let config_b = bridge_config(&dir_b, "studio-b", free_udp_port());
+    let _a = run_sim(&dir_a, "box", http_a, &["--config", config_a.to_str().unwrap()], &[]);
+    let _b = run_sim(&dir_b, "box", http_b, &["--config", config_b.to_str().unwrap()], &[]);
+    let join = |code: &str| {
+        http(
+            "POST",
+            http_b,
+            "/api/pairing/join",
+            Some(&format!(r#"{{"address": "127.0.0.1:{http_a}", "code": "{code}"}}"#)),
+        )
+    };
+
+    // Nothing shown yet: A says so.
+    let (status, body) = join("7Q4-KM2");
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("not showing a pairing code"), "{body}");
+    // Not a code at all: B names the field.
+    let (status, body) = join("7Q4");
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("code:"), "{body}");
+
+    let (_, body) = http("POST", http_a, "/api/pairing/open", None);
+    let first: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let first = first["code"].as_str().unwrap().to_string();
+    // One symbol off.
+    let wrong: String = first
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i == 0 {
+                if c == 'A' {
+                    'B'
+                } else {
+                    'A'
+                }
+            } else {
+                c
+            }
+        })
+        .collect();
+    let (status, body) = join(&wrong);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("wrong code"), "{body}");
+    let a = get_json(http_a, "/api/pairing");
+    let second = a["code"].as_str().unwrap_or("").to_string();
+    assert!(!second.is_empty() && second != first, "the code was not burnt: {a}");
+    assert!(a["last"].as_str().unwrap_or("").contains("wrong code"), "{a}");
+    assert!(a["paired"].is_null() && get_json(http_b, "/api/pairing")["paired"].is_null());
+
+    // The next try at once, even with the right code, is refused until the wait is over.
+    let (status, body) = join(&second);
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("try again in"), "{body}");
+    std::thread::sleep(Duration::from_secs(5));
+    let (status, body) = join(&second);
+    assert_eq!(status, 200, "after the wait, the right code pairs: {body}");
 }

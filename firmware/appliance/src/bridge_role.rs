@@ -43,7 +43,11 @@ pub struct PeerFeed {
     continuity: Mutex<ContinuityCheck>,
     last: Mutex<Option<Instant>>,
     recording: Mutex<Option<Recording>>,
+    on_control: Option<ControlCallback>,
 }
+
+/// Receives the paired box's control messages (see `telebridge_pairing::control`).
+pub type ControlCallback = Arc<dyn Fn(&[u8]) + Send + Sync>;
 
 impl std::fmt::Debug for PeerFeed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -52,8 +56,9 @@ impl std::fmt::Debug for PeerFeed {
 }
 
 impl PeerFeed {
-    /// A feed for the connection `url`, recording what arrives to `record` if given.
-    pub fn new(url: &SrtUrl, record: Option<FileSpec>) -> Self {
+    /// A feed for the connection `url`, recording what arrives to `record` if given; control
+    /// messages go to `on_control`.
+    pub fn new(url: &SrtUrl, record: Option<FileSpec>, on_control: Option<ControlCallback>) -> Self {
         Self {
             url: url.to_string(),
             listens: url.mode == SrtMode::Listener,
@@ -63,11 +68,18 @@ impl PeerFeed {
             continuity: Mutex::new(ContinuityCheck::default()),
             last: Mutex::new(None),
             recording: Mutex::new(record.map(|spec| Recording::start("received".into(), spec))),
+            on_control,
         }
     }
 
     /// What the peer sent (from the connection's thread).
     pub fn receive(&self, data: &[u8]) {
+        if telebridge_pairing::control::is_control(data) {
+            if let Some(cb) = &self.on_control {
+                cb(data);
+            }
+            return;
+        }
         self.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
         self.continuity.lock().unwrap_or_else(|p| p.into_inner()).feed(data);
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
@@ -172,10 +184,11 @@ pub struct BridgeSample {
 pub type BridgeSampleCallback = Arc<dyn Fn(&BridgeSample) + Send + Sync>;
 
 /// How to run the bridge.
-#[derive(Default)]
 pub struct BridgeOptions {
-    /// The connection to the peer; `None`: not paired (the slate says so, nothing is sent).
-    pub link: Option<SrtUrl>,
+    /// The connection to the peer, or why there is none ("not paired...").
+    pub link: Result<SrtUrl, String>,
+    /// Where the paired box's control messages go.
+    pub on_control: Option<ControlCallback>,
     /// Stop after this long.
     pub duration: Option<Duration>,
     /// Called with each one-second sample.
@@ -203,12 +216,8 @@ pub async fn run_bridge(
     options: BridgeOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), AppError> {
-    let Some(link) = options.link.clone() else {
-        return Err(AppError::BadInput(
-            "role bridge: not paired; pair with another box in the panel, or set bridge.link".into(),
-        ));
-    };
-    let feed = Arc::new(PeerFeed::new(&link, config.bridge.record.clone()));
+    let link = options.link.clone().map_err(|why| AppError::BadInput(format!("role bridge: {why}")))?;
+    let feed = Arc::new(PeerFeed::new(&link, config.bridge.record.clone(), options.on_control.clone()));
     let latest: Arc<Mutex<Option<DecodeSample>>> = Arc::default();
     let decode = DecodeOptions {
         name: config.name.clone(),

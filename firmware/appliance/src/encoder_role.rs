@@ -29,6 +29,8 @@ pub enum EncoderCommand {
     AddOutput(String, OutputSpec),
     /// Stop and remove the output of this name.
     RemoveOutput(String),
+    /// Send a control message to the paired box on the bridge's connection.
+    ToPeer(Vec<u8>),
 }
 
 /// How to run.
@@ -177,6 +179,12 @@ pub async fn run_encoder(
                             tokio::task::spawn_blocking(move || out.stop());
                         }
                         info!(output = %name, "output removed while running");
+                    }
+                }
+                Some(EncoderCommand::ToPeer(message)) => {
+                    match outputs.iter().find(|(n, _, _)| n == crate::bridge_role::PEER_OUTPUT) {
+                        Some((_, out, _)) => out.send(&message),
+                        None => warn!("a message for the paired box, but no connection to it"),
                     }
                 }
                 None => commands = None,

@@ -10,6 +10,7 @@
 //! are 256-bit, and the SRT passphrases derived from them are 43 characters of that entropy.
 
 pub mod code;
+pub mod control;
 pub mod exchange;
 pub mod guard;
 pub mod link;

@@ -24,6 +24,11 @@ pub trait Daemon: Send + Sync + std::fmt::Debug + 'static {
     fn sim(&self) -> Option<SimBoard>;
     /// The simulated HDMI cable, under `--sim` (`true`: plugged in).
     fn sim_cable(&self) -> Option<Arc<AtomicBool>>;
+    /// Control messages from the paired box (the bridge's connection); `None` when the daemon
+    /// has no bridge.
+    fn peer_messages(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<u8>>> {
+        None
+    }
 }
 
 impl Daemon for DaemonHandle {
@@ -49,5 +54,9 @@ impl Daemon for DaemonHandle {
 
     fn sim_cable(&self) -> Option<Arc<AtomicBool>> {
         self.sim_cable.clone()
+    }
+
+    fn peer_messages(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<u8>>> {
+        Some(self.peer_messages.subscribe())
     }
 }

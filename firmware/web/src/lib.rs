@@ -94,6 +94,7 @@ impl AppState {
             pairing,
         };
         state.spawn_history();
+        pairing::spawn_listener(&state);
         state
     }
 

@@ -47,6 +47,8 @@ struct Inner {
     answered: Option<Instant>,
     /// The last thing that happened, in words, for the panel.
     last: Option<String>,
+    /// Why the box holds no pairing, when it lost one ("studio-a unpaired this box").
+    unpaired: Option<String>,
 }
 
 /// The pairing as the panel shows it (no secrets).
@@ -101,7 +103,7 @@ impl Pairing {
             }
             None => None,
         };
-        let inner = Inner { shower: Shower::new(box_id), record, answered: None, last: None };
+        let inner = Inner { shower: Shower::new(box_id), record, answered: None, last: None, unpaired: None };
         Self { path, inner: Mutex::new(inner) }
     }
 
@@ -109,10 +111,39 @@ impl Pairing {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The bridge's connection for the pairing held, under `config`'s bridge settings.
-    pub fn link(&self, config: &telebridge_config::ValidConfig) -> Option<SrtUrl> {
-        let record = self.lock().record.clone()?;
-        link_url(&record, &config.bridge).map_err(|e| warn!(error = %e, "the stored pairing gives no link")).ok()
+    /// The bridge's connection for the pairing held, under `config`'s bridge settings, or why
+    /// there is none.
+    pub fn link(&self, config: &telebridge_config::ValidConfig) -> Result<SrtUrl, String> {
+        let inner = self.lock();
+        match &inner.record {
+            Some(record) => link_url(record, &config.bridge).map_err(|e| e.to_string()),
+            None => Err(inner
+                .unpaired
+                .clone()
+                .unwrap_or_else(|| "not paired: pair with another box in the panel (Pairing)".into())),
+        }
+    }
+
+    /// A control message from the paired box: `true` when it was its farewell (the pairing is
+    /// forgotten here too).
+    fn on_peer_message(&self, data: &[u8]) -> bool {
+        let mut inner = self.lock();
+        let Some(record) = inner.record.clone() else { return false };
+        if !telebridge_pairing::control::is_farewell(&record, data, unix_now()) {
+            warn!("a control message from the paired box that is not its farewell: ignored");
+            return false;
+        }
+        if let Some(path) = &self.path {
+            if let Err(e) = telebridge_pairing::store::remove(path) {
+                warn!(error = %e, "cannot remove the pairing the other box ended");
+            }
+        }
+        let why = format!("{} unpaired this box: pair again to connect", record.peer_id);
+        info!(peer = %record.peer_id, "the paired box unpaired this box");
+        inner.record = None;
+        inner.last = Some(why.clone());
+        inner.unpaired = Some(why);
+        true
     }
 
     fn view(&self, config: Option<&telebridge_config::ValidConfig>) -> PairingView {
@@ -150,8 +181,30 @@ impl Pairing {
 }
 
 async fn announce(s: &AppState) {
-    let link = s.store.running().and_then(|c| s.pairing.link(&c));
+    let link = match s.store.running() {
+        Some(c) => s.pairing.link(&c),
+        None => Err("the configuration does not validate".into()),
+    };
     let _ = s.daemon.commands().send(DaemonCommand::PeerLink(link)).await;
+}
+
+/// Hears the paired box's control messages for as long as the daemon runs.
+pub(crate) fn spawn_listener(s: &AppState) {
+    let Some(mut rx) = s.daemon.peer_messages() else { return };
+    let s = s.clone();
+    tokio::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(m) => {
+                    if s.pairing.on_peer_message(&m) {
+                        announce(&s).await;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
 }
 
 /// `GET /api/pairing`.
@@ -171,8 +224,16 @@ pub(crate) async fn open(State(s): State<AppState>) -> Result<Json<PairingView>,
     Ok(Json(s.pairing.view(s.store.running().as_ref())))
 }
 
-/// `DELETE /api/pairing`: forget the pairing; the bridge stops.
+/// `DELETE /api/pairing`: forget the pairing; the bridge tells the other box and stops.
 pub(crate) async fn unpair(State(s): State<AppState>) -> Result<Json<PairingView>, ApiError> {
+    let held = s.pairing.lock().record.clone();
+    if let Some(record) = &held {
+        // The farewell goes on the bridge's connection, if it is up; the connection stays until
+        // the other box has it (SRT hands it over after its latency).
+        let farewell = telebridge_pairing::control::farewell(record, unix_now());
+        let _ = s.daemon.commands().send(DaemonCommand::ToPeer(farewell)).await;
+        tokio::time::sleep(farewell_wait(&s)).await;
+    }
     if let Some(path) = &s.pairing.path {
         telebridge_pairing::store::remove(path)
             .map_err(|e| ApiError::Internal { what: "cannot remove the pairing", detail: e.to_string() })?;
@@ -181,6 +242,7 @@ pub(crate) async fn unpair(State(s): State<AppState>) -> Result<Json<PairingView
         let mut inner = s.pairing.lock();
         let gone = inner.record.take();
         inner.last = gone.as_ref().map(|r| format!("unpaired from {}", r.peer_id));
+        inner.unpaired = Some("unpaired on this box: pair again to connect".into());
         gone
     };
     if let Some(r) = gone {
@@ -188,6 +250,18 @@ pub(crate) async fn unpair(State(s): State<AppState>) -> Result<Json<PairingView
         announce(&s).await;
     }
     Ok(Json(s.pairing.view(s.store.running().as_ref())))
+}
+
+/// How long the farewell needs to reach the other box: its SRT latency and a round trip, and a
+/// margin; at most 3 s.
+fn farewell_wait(s: &AppState) -> std::time::Duration {
+    let status = s.daemon.status().borrow().clone();
+    let peer = status
+        .media
+        .as_ref()
+        .and_then(|m| m.outputs().iter().find(|o| o.name == telebridge_appliance::PEER_OUTPUT).map(|o| o.srt.clone()));
+    let ms = peer.map_or(0.0, |srt| srt.negotiated_latency_ms as f64 + 2.0 * srt.rtt_ms + 250.0);
+    std::time::Duration::from_millis(ms.clamp(0.0, 3000.0) as u64)
 }
 
 /// `POST /api/pair/hello` (box B to box A, no session): A's answer to B's hello.

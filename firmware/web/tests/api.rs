@@ -54,7 +54,8 @@ async fn start() -> Box_ {
     telebridge_config::save_atomic(&path, &file).unwrap();
     let valid = file.validate().unwrap();
     let (handle, _task) =
-        daemon::start(DaemonOptions { config: valid, peer_link: None }, std::future::pending()).unwrap();
+        daemon::start(DaemonOptions { config: valid, peer_link: Err("not paired".into()) }, std::future::pending())
+            .unwrap();
     let identity: Overrides = Arc::new(|c| c);
     let store = Arc::new(ConfigStore::new(Some(path), file, identity, handle.commands.clone()));
     let state = AppState::new(handle.clone(), store);

@@ -29,6 +29,8 @@ pub(super) struct Media {
 pub(super) struct MediaShared {
     pub(super) preview: telebridge_media::PreviewSlot,
     pub(super) cable: Option<Arc<AtomicBool>>,
+    /// Control messages from the paired box (the bridge's connection), for the API.
+    pub(super) peer_messages: tokio::sync::broadcast::Sender<Vec<u8>>,
 }
 
 /// Applies a plan's output changes; a media restart is left to the caller.
@@ -72,7 +74,7 @@ pub fn simulate(mut c: telebridge_config::Config) -> telebridge_config::Config {
 
 pub(super) fn start_media(
     config: &ValidConfig,
-    peer_link: Option<&telebridge_config::SrtUrl>,
+    peer_link: &Result<telebridge_config::SrtUrl, String>,
     generation: u64,
     events: mpsc::UnboundedSender<(u64, MediaEvent)>,
     shared: &MediaShared,
@@ -136,7 +138,16 @@ pub(super) fn start_media(
             };
             let options = crate::BridgeOptions {
                 // A link made by hand wins over the pairing's.
-                link: config.bridge.link.clone().or_else(|| peer_link.cloned()),
+                link: match &config.bridge.link {
+                    Some(l) => Ok(l.clone()),
+                    None => peer_link.clone(),
+                },
+                on_control: Some({
+                    let messages = shared.peer_messages.clone();
+                    Arc::new(move |m: &[u8]| {
+                        let _ = messages.send(m.to_vec());
+                    })
+                }),
                 duration: None,
                 on_sample: Some(Arc::new(move |s: &crate::BridgeSample| {
                     let _ =

@@ -40,8 +40,9 @@ pub type Overrides = Arc<dyn Fn(telebridge_config::Config) -> telebridge_config:
 pub struct DaemonOptions {
     /// The configuration, validated, with the command line's overrides applied.
     pub config: ValidConfig,
-    /// The bridge's connection to the paired box, from the stored pairing (`None`: not paired).
-    pub peer_link: Option<telebridge_config::SrtUrl>,
+    /// The bridge's connection to the paired box, from the stored pairing, or why there is
+    /// none ("not paired...").
+    pub peer_link: Result<telebridge_config::SrtUrl, String>,
 }
 
 /// Commands to the daemon.
@@ -58,9 +59,11 @@ pub enum DaemonCommand {
     /// What the HDMI output should say while the box shows no picture (the first-run setup
     /// code), or `None` to clear it.
     SetupText(Option<String>),
-    /// The bridge's connection changed: paired (the new link) or unpaired (`None`). A running
-    /// bridge restarts on it.
-    PeerLink(Option<telebridge_config::SrtUrl>),
+    /// The bridge's connection changed: paired (the new link) or unpaired (why there is none).
+    /// A running bridge restarts on it.
+    PeerLink(Result<telebridge_config::SrtUrl, String>),
+    /// Send this control message to the paired box on the bridge's connection (a farewell).
+    ToPeer(Vec<u8>),
 }
 
 /// The daemon as the API sees it.
@@ -79,6 +82,8 @@ pub struct DaemonHandle {
     /// The simulated HDMI cable under `--sim` (`true`: plugged in): pulled, the test pattern's
     /// frames stop as a real input's do, and the same watch notices.
     pub sim_cable: Option<Arc<AtomicBool>>,
+    /// Control messages from the paired box, as they arrive on the bridge's connection.
+    pub peer_messages: tokio::sync::broadcast::Sender<Vec<u8>>,
 }
 
 impl DaemonHandle {
@@ -163,6 +168,7 @@ pub fn start(
     let shared = MediaShared {
         preview: telebridge_media::PreviewSlot::default(),
         cable: sim.is_some().then(|| Arc::new(AtomicBool::new(true))),
+        peer_messages: tokio::sync::broadcast::channel(8).0,
     };
     let handle = DaemonHandle {
         status: status_rx,
@@ -171,6 +177,7 @@ pub fn start(
         heartbeat: heartbeat.clone(),
         preview: shared.preview.clone(),
         sim_cable: shared.cable.clone(),
+        peer_messages: shared.peer_messages.clone(),
     };
     let task =
         tokio::spawn(main_loop(options, machine, patterns, status_tx, cmd_rx, heartbeat, started, shared, shutdown));
@@ -218,7 +225,7 @@ async fn main_loop(
                 match action {
                     Action::Start => {
                         generation += 1;
-                        media = Some(start_media(&config, peer_link.as_ref(), generation, media_tx.clone(), &shared));
+                        media = Some(start_media(&config, &peer_link, generation, media_tx.clone(), &shared));
                     }
                     Action::Stop => {
                         if let Some(mut m) = media.take() {
@@ -289,16 +296,21 @@ async fn main_loop(
                 DaemonCommand::Live(live) => events.push(Event::Api { live }),
                 DaemonCommand::Button(b) => events.push(Event::Button(b)),
                 DaemonCommand::SetupText(text) => screen.setup = text,
+                DaemonCommand::ToPeer(message) => {
+                    if let Some(cmds) = media.as_ref().and_then(|m| m.commands.clone()) {
+                        let _ = cmds.try_send(crate::EncoderCommand::ToPeer(message));
+                    }
+                }
                 DaemonCommand::PeerLink(link) => {
                     let changed = link != peer_link;
                     peer_link = link;
                     if changed && config.role == Role::Bridge && machine.state.running() {
-                        info!(paired = peer_link.is_some(), "the pairing changed: restarting the bridge");
+                        info!(paired = peer_link.is_ok(), "the pairing changed: restarting the bridge");
                         if let Some(stop) = media.as_mut().and_then(|m| m.stop.take()) {
                             let _ = stop.send(());
                         }
                         generation += 1;
-                        media = Some(start_media(&config, peer_link.as_ref(), generation, media_tx.clone(), &shared));
+                        media = Some(start_media(&config, &peer_link, generation, media_tx.clone(), &shared));
                     }
                 }
                 DaemonCommand::Stall(d) => {
@@ -311,7 +323,7 @@ async fn main_loop(
                     config = *new;
                     if plan.restart_media && machine.state.running() {
                         generation += 1;
-                        media = Some(start_media(&config, peer_link.as_ref(), generation, media_tx.clone(), &shared));
+                        media = Some(start_media(&config, &peer_link, generation, media_tx.clone(), &shared));
                     }
                 }
             },

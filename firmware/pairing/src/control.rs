@@ -1,0 +1,107 @@
+//! Messages between two paired boxes on their SRT connection itself (the one path that is known
+//! to exist between them, NAT or not), beside the stream: today the farewell of a box that
+//! unpairs, so that the other stops and says why rather than calling a box that no longer
+//! answers. A message starts with [`MAGIC`] (never the 0x47 of an MPEG-TS packet) and carries an
+//! HMAC-SHA256 under the pair's key (SRT encrypts but does not authenticate).
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::store::PairRecord;
+
+/// How a control message starts.
+pub const MAGIC: &[u8] = b"\0telebridge-control\0";
+
+/// How far a farewell's clock may be from the receiver's (it names its time; a replay later
+/// than this is refused).
+pub const CLOCK_SLACK_S: u64 = 300;
+
+/// Whether `data` is a control message (else: the stream).
+pub fn is_control(data: &[u8]) -> bool {
+    data.starts_with(MAGIC)
+}
+
+fn mac(record: &PairRecord, what: &str, unix: u64) -> Option<Hmac<Sha256>> {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(record.pair_key.expose().as_bytes()).ok()?;
+    m.update(format!("{what}\0{}\0{unix}", record.pair_id).as_bytes());
+    Some(m)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The farewell of a box that unpairs, at `unix` seconds.
+pub fn farewell(record: &PairRecord, unix: u64) -> Vec<u8> {
+    let tag = mac(record, "unpair", unix).map(|m| hex(&m.finalize().into_bytes())).unwrap_or_default();
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(format!("unpair {} {unix} {tag}", record.pair_id).as_bytes());
+    out
+}
+
+/// Whether `data` is a genuine farewell of the pair `record` holds, near `now_unix`.
+pub fn is_farewell(record: &PairRecord, data: &[u8], now_unix: u64) -> bool {
+    let Some(body) = data.strip_prefix(MAGIC).and_then(|b| std::str::from_utf8(b).ok()) else { return false };
+    let mut words = body.split(' ');
+    let (Some("unpair"), Some(pair), Some(unix), Some(tag), None) =
+        (words.next(), words.next(), words.next(), words.next(), words.next())
+    else {
+        return false;
+    };
+    let Ok(unix) = unix.parse::<u64>() else { return false };
+    if pair != record.pair_id || unix.abs_diff(now_unix) > CLOCK_SLACK_S || tag.len() != 64 || !tag.is_ascii() {
+        return false;
+    }
+    let Ok(tag) = (0..32).map(|i| u8::from_str_radix(&tag[2 * i..2 * i + 2], 16)).collect::<Result<Vec<u8>, _>>()
+    else {
+        return false;
+    };
+    mac(record, "unpair", unix).is_some_and(|m| m.verify_slice(&tag).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use telebridge_config::Secret;
+
+    use super::*;
+    use crate::store::{Reach, StoredSide};
+
+    fn record(key: &str) -> PairRecord {
+        PairRecord {
+            pair_id: "0123456789abcdef".into(),
+            peer_id: "box-a".into(),
+            side: StoredSide::B,
+            reach: Reach::Call,
+            peer: Some("192.0.2.7:7700".into()),
+            rtt_ms: 3,
+            stream_id: "telebridge/0123456789abcdef".into(),
+            passphrase: Secret::new("7".repeat(64)),
+            pair_key: Secret::new(key.repeat(64)),
+            paired_at_unix: 0,
+        }
+    }
+
+    #[test]
+    fn only_the_pairs_own_fresh_farewell_counts() {
+        let t = 1_796_000_000;
+        let ours = farewell(&record("k"), t);
+        assert!(is_control(&ours) && !is_control(&[0x47, 0, 0, 0]));
+        assert!(is_farewell(&record("k"), &ours, t + 2));
+        assert!(!is_farewell(&record("j"), &ours, t), "another pair's key");
+        assert!(!is_farewell(&record("k"), &ours, t + CLOCK_SLACK_S + 1), "a replay much later");
+        let mut forged = ours.clone();
+        let last = forged.len() - 1;
+        forged[last] = if forged[last] == b'0' { b'1' } else { b'0' };
+        assert!(!is_farewell(&record("k"), &forged, t));
+        let other_time =
+            String::from_utf8(ours[MAGIC.len()..].to_vec()).unwrap().replace(&t.to_string(), &(t + 1).to_string());
+        assert!(!is_farewell(&record("k"), &[MAGIC, other_time.as_bytes()].concat(), t));
+        assert!(!is_farewell(&record("k"), b"\0telebridge-control\0unpair", t));
+        assert!(!is_farewell(&record("k"), &[MAGIC, "unpair ä ß ü".as_bytes()].concat(), t));
+        let wide = format!("unpair 0123456789abcdef {t} {}", "é".repeat(32));
+        assert!(
+            !is_farewell(&record("k"), &[MAGIC, wide.as_bytes()].concat(), t),
+            "no panic on a 64-byte tag of wide characters"
+        );
+    }
+}
