@@ -219,3 +219,143 @@ fn a_wrong_code_is_refused_in_words_burns_the_code_and_the_next_try_must_wait() 
     let (status, body) = join(&second);
     assert_eq!(status, 200, "after the wait, the right code pairs: {body}");
 }
+
+/// One request to a box in network namespace `ns`, with curl run inside it (the test itself
+/// stays in the host's namespace); the session cookie lives in `jar`. Returns (status, body).
+fn ns_http(ns: &str, jar: &Path, method: &str, url: &str, body: Option<&str>) -> (u16, String) {
+    let mut cmd = std::process::Command::new("ip");
+    cmd.args(["netns", "exec", ns, "curl", "-s", "-m", "30", "-X", method, "-H", "X-Telebridge-Csrf: 1"]);
+    cmd.args(["-H", "Content-Type: application/json", "-b"]).arg(jar).arg("-c").arg(jar);
+    if let Some(b) = body {
+        cmd.args(["-d", b]);
+    }
+    cmd.args(["-w", "\n%{http_code}", url]);
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+/// A box in a namespace: its directory, panel URL and cookie jar.
+struct NsBox {
+    ns: String,
+    dir: PathBuf,
+    url: String,
+    _proc: Proc,
+}
+
+impl NsBox {
+    fn start(link: &linkemu::ip_mode::NetnsLink, side_a: bool, name: &str, dir: PathBuf) -> NsBox {
+        let (ns, addr) = if side_a {
+            (link.ns_a.clone(), linkemu::ip_mode::ADDR_A)
+        } else {
+            (link.ns_b.clone(), linkemu::ip_mode::ADDR_B)
+        };
+        let config = bridge_config(&dir, name, 7700);
+        let mut cmd = if side_a {
+            link.in_a(env!("CARGO_BIN_EXE_telebridge"))
+        } else {
+            link.in_b(env!("CARGO_BIN_EXE_telebridge"))
+        };
+        cmd.env("RUST_LOG", "info").args(["run", "--sim", "--http", &format!("{addr}:8080"), "--config"]).arg(config);
+        let proc = Proc::spawn(cmd, &dir, "box");
+        let b = NsBox { ns, url: format!("http://{addr}:8080"), _proc: proc, dir };
+        let up = wait_for(Duration::from_secs(15), || b.call("GET", "/healthz", None).0 == 200);
+        assert!(up.is_some(), "{name} did not answer; see {}", b.dir.join("box.stderr").display());
+        let log = b.dir.join("box.stderr");
+        let mut code = None;
+        wait_for(Duration::from_secs(10), || {
+            code = std::fs::read_to_string(&log)
+                .ok()
+                .and_then(|l| l.split("setup_code=").nth(1).map(|rest| rest.chars().take(9).collect::<String>()));
+            code.is_some()
+        });
+        let setup = format!(r#"{{"code": "{}", "password": "a test password"}}"#, code.unwrap());
+        let (status, body) = b.call("POST", "/api/setup", Some(&setup));
+        assert_eq!(status, 200, "setup: {body}");
+        b
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+        ns_http(&self.ns, &self.dir.join("cookies"), method, &format!("{}{path}", self.url), body)
+    }
+
+    fn json(&self, path: &str) -> serde_json::Value {
+        serde_json::from_str(&self.call("GET", path, None).1).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn frames_decoded(&self) -> u64 {
+        self.json("/api/status")["media"]["receiving"]["decoder"]["frames_decoded"].as_u64().unwrap_or(0)
+    }
+}
+
+#[test]
+fn two_boxes_in_two_namespaces_over_metro_17ms_pair_and_exchange_video_and_sound() {
+    let _guard = serial();
+    let profiles = linkemu::Profiles::parse(include_str!("../bench/links.toml")).unwrap();
+    let params = profiles.get("metro-17ms").unwrap().params();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let prefix = format!("tbb{}", std::process::id() % 100_000);
+    let link = rt
+        .block_on(linkemu::ip_mode::start(
+            &prefix,
+            linkemu::Impairment::new(params.clone(), vec![], 1),
+            linkemu::Impairment::new(params, vec![], 2),
+        ))
+        .unwrap();
+    let a = NsBox::start(&link, true, "studio-a", scratch("bridge-ns-a"));
+    let b = NsBox::start(&link, false, "studio-b", scratch("bridge-ns-b"));
+
+    let (status, body) = a.call("POST", "/api/pairing/open", None);
+    assert_eq!(status, 200, "{body}");
+    let code = serde_json::from_str::<serde_json::Value>(&body).unwrap()["code"].as_str().unwrap().to_string();
+    let join = format!(r#"{{"address": "{}:8080", "code": "{code}"}}"#, linkemu::ip_mode::ADDR_A);
+    let (status, body) = b.call("POST", "/api/pairing/join", Some(&join));
+    assert_eq!(status, 200, "{body}");
+    let paired: serde_json::Value = serde_json::from_str(&body).unwrap();
+    // B measured the link's round trip (17 ms) while pairing.
+    let rtt = paired["paired"]["rtt_ms"].as_u64().unwrap();
+    assert!((17..40).contains(&rtt), "measured {rtt} ms over a 17 ms link: {paired}");
+    let calls = format!("{}:7700", linkemu::ip_mode::ADDR_A);
+    assert_eq!(paired["paired"]["calls"], calls.as_str(), "{paired}");
+
+    for bx in [&a, &b] {
+        let (status, body) = bx.call("POST", "/api/live", Some(r#"{"live": true}"#));
+        assert_eq!(status, 202, "{body}");
+    }
+    let both = wait_for(Duration::from_secs(40), || a.frames_decoded() > 75 && b.frames_decoded() > 75);
+    assert!(
+        both.is_some(),
+        "not both ways:\nA: {}\nB: {}",
+        a.json("/api/status")["media"],
+        b.json("/api/status")["media"]
+    );
+    let peer = |bx: &NsBox| {
+        bx.json("/api/status")["media"]["sending"]["outputs"]
+            .as_array()
+            .and_then(|o| o.iter().find(|x| x["name"] == "peer").cloned())
+            .unwrap_or_default()
+    };
+    let (pa, pb) = (peer(&a), peer(&b));
+    eprintln!(
+        "metro-17ms: A rtt {} ms latency {} ms, B rtt {} ms latency {} ms",
+        pa["srt"]["rtt_ms"],
+        pa["srt"]["negotiated_latency_ms"],
+        pb["srt"]["rtt_ms"],
+        pb["srt"]["negotiated_latency_ms"]
+    );
+    // The calling box asked for 4 x the round trip it measured, at least the least latency (80).
+    assert_eq!(pb["srt"]["negotiated_latency_ms"], (4 * rtt).max(80), "{pb}");
+    for bx in [&a, &b] {
+        let (status, _) = bx.call("POST", "/api/live", Some(r#"{"live": false}"#));
+        assert_eq!(status, 202);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    for bx in [&a, &b] {
+        let files = recordings(&bx.dir);
+        assert!(!files.is_empty(), "no recording in {}", bx.dir.display());
+        let kinds: Vec<String> = ffprobe_streams(&files[0]).into_iter().map(|s| s.codec).collect();
+        assert!(kinds.iter().any(|k| k == "h264") && kinds.iter().any(|k| k == "aac"), "{kinds:?}");
+        assert!(decodable_frames(&files[0]) > 75, "{}", files[0].display());
+    }
+}
