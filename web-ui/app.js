@@ -24,6 +24,7 @@ function show(page) {
   current = page;
   if (page === 'settings') loadSettings();
   if (page === 'link') loadHistory();
+  if (page === 'pair') loadPairing();
 }
 
 window.addEventListener('hashchange', () => {
@@ -172,7 +173,8 @@ function renderStatus(s) {
     list.append(li);
   }
   const img = $('#preview');
-  if (m.encoder && running && !(s.input && !s.input.signal)) {
+  const sending = m.sending || (m.encoder ? m : null);
+  if (sending && running && !(s.input && !s.input.signal)) {
     const now = Date.now();
     if (!img.dataset.at || now - img.dataset.at > 2000) {
       img.dataset.at = now;
@@ -181,7 +183,12 @@ function renderStatus(s) {
   } else {
     img.hidden = true;
   }
-  if (m.encoder) {
+  if (m.sending) {
+    const e = m.sending.encoder;
+    const r = m.receiving && m.receiving.decoder;
+    const from = r && r.frames_decoded ? `receiving ${r.width}x${r.height}, ${r.fps.toFixed(1)} fps` : 'nothing received yet';
+    $('#input-format').textContent = `Sending ${e.element}: ${e.fps.toFixed(1)} fps, ${Math.round(e.bitrate_kbps)} kbit/s; ${from}`;
+  } else if (m.encoder) {
     $('#input-format').textContent = `${m.encoder.element}: ${m.encoder.fps.toFixed(1)} fps, ${Math.round(m.encoder.bitrate_kbps)} kbit/s`;
   } else if (m.decoder) {
     $('#input-format').textContent = `${m.decoder.width}x${m.decoder.height}, ${m.decoder.fps.toFixed(1)} fps (${m.decoder.element})`;
@@ -212,6 +219,51 @@ $('#live-button').addEventListener('click', async () => {
   if (st.status === 200) renderStatus(st.data);
 });
 
+// ---------- pairing ----------
+let pairTimer = null;
+function renderPairing(p) {
+  const paired = p.paired;
+  if (paired) {
+    const how = paired.reach === 'listen' ? 'it calls this box' : `this box calls it at ${paired.calls}`;
+    $('#pair-state').textContent = `Paired with ${paired.peer}: ${how}; round trip ${paired.rtt_ms} ms when paired.`;
+  } else {
+    $('#pair-state').textContent = 'Not paired.';
+  }
+  $('#unpair').hidden = !paired;
+  $('#pair-last').textContent = p.last || '';
+  $('#pair-code').hidden = !p.code;
+  $('#pair-code').textContent = p.code || '';
+  $('#pair-open').textContent = p.code ? 'Show a new code' : 'Show a pairing code';
+  clearTimeout(pairTimer);
+  if (current === 'pair') pairTimer = setTimeout(loadPairing, 2000);
+}
+async function loadPairing() {
+  const r = await api('GET', '/api/pairing');
+  if (r.status === 200) renderPairing(r.data);
+}
+$('#pair-open').addEventListener('click', async () => {
+  const r = await api('POST', '/api/pairing/open');
+  if (r.status === 200) renderPairing(r.data);
+});
+$('#unpair').addEventListener('click', async () => {
+  $('[data-field=unpair]').textContent = '';
+  const r = await api('DELETE', '/api/pairing');
+  if (r.status === 200) renderPairing(r.data);
+  else $('[data-field=unpair]').textContent = (r.data && r.data.error) || `failed (${r.status})`;
+});
+$('#pair-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const f = e.target;
+  const err = $('[data-field=pair]');
+  err.textContent = '';
+  f.querySelector('button').disabled = true;
+  const r = await api('POST', '/api/pairing/join', { address: f.address.value, code: f.code.value });
+  f.querySelector('button').disabled = false;
+  if (r.status === 200) { f.code.value = ''; renderPairing(r.data); return; }
+  const retry = r.status === 429 ? ' (wait, then try again)' : '';
+  err.textContent = ((r.data && r.data.error) || `failed (${r.status})`) + retry;
+});
+
 // ---------- live events ----------
 let events = null;
 function startEvents() {
@@ -239,7 +291,7 @@ function startEvents() {
 // ---------- settings ----------
 const FIELDS = [
   ['name', 'Box name', 'Shown on the slate and in this panel. Letters, digits, - and _.'],
-  ['role', 'Role', 'Encoder sends a picture; decoder receives one and shows it on HDMI.', ['encoder', 'decoder']],
+  ['role', 'Role', 'Encoder sends a picture; decoder receives one and shows it on HDMI; bridge does both with the paired box (see Pair).', ['encoder', 'decoder', 'bridge']],
   ['start_live', 'Go live at power-on', 'Start sending as soon as the box has booted.', 'bool'],
   ['video.source', 'Video source', 'test, v4l2:/dev/video0 (HDMI bridge or USB capture) or libcamera.'],
   ['video.width', 'Width', 'Pixels, even, 160-1920.', 'number'],
