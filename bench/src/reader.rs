@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use gst::prelude::*;
-use telebridge_media::decode_pipeline::sample_timecode;
+use telebridge_media::decode_pipeline::sample_timecodes;
 use telebridge_media::timecode;
 
 /// Reads `url` for `seconds`, reconnecting until the stream appears; prints
@@ -42,7 +42,7 @@ pub fn run(url: &str, seconds: f64) -> anyhow::Result<()> {
                 .new_sample(move |sink| {
                     let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
                     let now = timecode::now_us();
-                    if let Some(tc) = sample_timecode(&sample) {
+                    if let Some((tc, _)) = sample_timecodes(&sample) {
                         let _ = tx.send(format!(
                             "{:.6},{},{:.1}\n",
                             now as f64 / 1e6,

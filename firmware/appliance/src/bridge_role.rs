@@ -180,6 +180,15 @@ pub struct BridgeSample {
     pub received_recording: Option<OutputStatus>,
 }
 
+/// The bridge's summary at exit.
+#[derive(Debug, Clone, Serialize)]
+pub struct BridgeSummary {
+    /// What it sent.
+    pub sending: crate::Summary,
+    /// What it received (the round trip among it).
+    pub receiving: crate::DecodeSummary,
+}
+
 /// Receives each one-second sample.
 pub type BridgeSampleCallback = Arc<dyn Fn(&BridgeSample) + Send + Sync>;
 
@@ -215,10 +224,11 @@ pub async fn run_bridge(
     config: ValidConfig,
     options: BridgeOptions,
     shutdown: impl Future<Output = ()>,
-) -> Result<(), AppError> {
+) -> Result<BridgeSummary, AppError> {
     let link = options.link.clone().map_err(|why| AppError::BadInput(format!("role bridge: {why}")))?;
     let feed = Arc::new(PeerFeed::new(&link, config.bridge.record.clone(), options.on_control.clone()));
     let latest: Arc<Mutex<Option<DecodeSample>>> = Arc::default();
+    let echo = telebridge_media::timecode::Echo::default();
     let decode = DecodeOptions {
         name: config.name.clone(),
         input: link.clone(),
@@ -231,6 +241,7 @@ pub async fn run_bridge(
         }),
         loop_to: None,
         peer: Some(feed.clone()),
+        echo: Some(echo.clone()),
     };
     let encode = RunOptions {
         duration: options.duration,
@@ -250,6 +261,7 @@ pub async fn run_bridge(
         preview: options.preview,
         signal_gate: options.signal_gate,
         peer: Some(PeerLink { name: PEER_OUTPUT.into(), url: link, feed: feed.clone() }),
+        echo: Some(echo),
     };
     // Either half ending (on request or failing) ends the other.
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -274,9 +286,7 @@ pub async fn run_bridge(
     };
     let (sent, received, ()) = tokio::join!(encoder, decoder, outside);
     feed.stop();
-    sent?;
-    received?;
-    Ok(())
+    Ok(BridgeSummary { sending: sent?, receiving: received? })
 }
 
 #[cfg(test)]

@@ -49,6 +49,8 @@ pub struct DecodeOptions {
     /// The bridge: the stream comes from the paired box on the connection `input` names, which
     /// the bridge's encoder holds, not from an SRT input of the decoder's own.
     pub peer: Option<Arc<crate::bridge_role::PeerFeed>>,
+    /// The bridge: each timecode read goes here, for this box's encoder to return it.
+    pub echo: Option<timecode::Echo>,
 }
 
 impl std::fmt::Debug for DecodeOptions {
@@ -107,6 +109,9 @@ pub struct DecodeSample {
     pub display: DisplayStats,
     /// Glass-to-glass latency over the last 5 s, when the sender burns in timecodes.
     pub latency: Option<LatencySummary>,
+    /// The bridge's round trip glass to glass over the last 5 s: this box's own timecode, shown
+    /// by the far box and returned in its picture, on this box's clock alone.
+    pub round_trip: Option<LatencySummary>,
     /// The `--loop-to` output, when there is one.
     pub loop_output: Option<OutputStatus>,
 }
@@ -122,6 +127,8 @@ pub struct DecodeSummary {
     pub input: InputStatus,
     /// Latency over the whole run.
     pub latency: Option<LatencySummary>,
+    /// The bridge's round trip over the whole run.
+    pub round_trip: Option<LatencySummary>,
     /// Seconds the slate was on screen (counted once a second).
     pub slate_s: u64,
 }
@@ -236,6 +243,38 @@ fn start_loop(url: &SrtUrl) -> Result<Loop, AppError> {
     Ok(Loop { pipeline, output })
 }
 
+/// The round trip read from the echo strip. The far box may return one timecode in several of
+/// its frames (it sends more frames than it shows of ours): only the first counts.
+struct RoundTrip {
+    last_frame: Option<u32>,
+    recent: LatencyWindow,
+    whole: LatencyHistogram,
+}
+
+impl Default for RoundTrip {
+    fn default() -> Self {
+        Self {
+            last_frame: None,
+            recent: LatencyWindow::new(Duration::from_secs(5)),
+            whole: LatencyHistogram::default(),
+        }
+    }
+}
+
+impl RoundTrip {
+    fn heard(&mut self, mine: timecode::Timecode, now_us: u64, now: Instant) {
+        if self.last_frame == Some(mine.frame) {
+            return;
+        }
+        self.last_frame = Some(mine.frame);
+        let ms = mine.age_us(now_us) as f64 / 1000.0;
+        if ms < 60_000.0 {
+            self.recent.push(now, ms);
+            self.whole.push(ms);
+        }
+    }
+}
+
 /// Where the stream comes from: the decoder's own SRT input, or the bridge's connection.
 enum Source {
     Srt(SrtInput),
@@ -282,14 +321,22 @@ pub async fn run_decoder(
             }
         })
     };
+    let round_trip = Arc::new(Mutex::new(RoundTrip::default()));
     let on_timecode: telebridge_media::decode_pipeline::TimecodeConsumer = {
-        let (recent, whole) = (recent.clone(), whole.clone());
-        Arc::new(move |tc| {
-            let ms = tc.age_us(timecode::now_us()) as f64 / 1000.0;
+        let (recent, whole, echo_to, round_trip) =
+            (recent.clone(), whole.clone(), options.echo.clone(), round_trip.clone());
+        Arc::new(move |tc, echo| {
+            let (now_us, now) = (timecode::now_us(), Instant::now());
+            let ms = tc.age_us(now_us) as f64 / 1000.0;
             if ms < 60_000.0 {
-                let now = Instant::now();
                 recent.lock().unwrap_or_else(|p| p.into_inner()).push(now, ms);
                 whole.lock().unwrap_or_else(|p| p.into_inner()).push(ms);
+            }
+            if let Some(e) = &echo_to {
+                e.heard(tc, now);
+            }
+            if let Some(mine) = echo {
+                round_trip.lock().unwrap_or_else(|p| p.into_inner()).heard(mine, now_us, now);
             }
         })
     };
@@ -402,6 +449,7 @@ pub async fn run_decoder(
                     video_since_unix_ms: display.transitions().1,
                 },
                 latency: recent.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
+                round_trip: round_trip.lock().unwrap_or_else(|p| p.into_inner()).recent.summary(Instant::now()),
                 loop_output: looped.as_ref().map(|l| l.output.status().borrow().clone()),
             };
             if let Some(cb) = &options.on_sample {
@@ -424,6 +472,7 @@ pub async fn run_decoder(
         decoder: stats(((frames as f64 / elapsed.as_secs_f64().max(0.001)) * 10.0).round() / 10.0, problem),
         input: final_input,
         latency: whole.lock().unwrap_or_else(|p| p.into_inner()).summary(),
+        round_trip: round_trip.lock().unwrap_or_else(|p| p.into_inner()).whole.summary(),
         slate_s,
     };
     if let Ok(mut d) = Arc::try_unwrap(display) {

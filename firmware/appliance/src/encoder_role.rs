@@ -49,6 +49,8 @@ pub struct RunOptions {
     /// The bridge's connection to the paired box: an SRT output that also receives (its data
     /// goes to the link's feed).
     pub peer: Option<crate::bridge_role::PeerLink>,
+    /// The bridge: the far box's timecode to burn back (see `telebridge_media::timecode::Echo`).
+    pub echo: Option<telebridge_media::timecode::Echo>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -93,6 +95,7 @@ pub async fn run_encoder(
     let mut settings = EncoderSettings::from_config(&config, choice);
     settings.preview = options.preview.clone();
     settings.signal_gate = options.signal_gate.clone();
+    settings.echo = options.echo.clone();
     let fanout = TsFanout::default();
     let mut pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
 

@@ -19,7 +19,9 @@ pub mod signal;
 pub mod state;
 pub mod stats;
 
-pub use bridge_role::{run_bridge, BridgeOptions, BridgeSample, PeerFeed, PeerLink, PEER_OUTPUT};
+pub use bridge_role::{
+    run_bridge, BridgeOptions, BridgeSample, BridgeSampleCallback, BridgeSummary, PeerFeed, PeerLink, PEER_OUTPUT,
+};
 pub use changes::{plan as plan_changes, ChangePlan};
 pub use config_store::{ConfigStore, StoreError};
 pub use daemon::{DaemonCommand, DaemonHandle, DaemonOptions, DaemonStatus};

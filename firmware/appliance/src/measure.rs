@@ -113,6 +113,7 @@ async fn measure_one(plan: &MeasurePlan, (w, h): (u32, u32), kbps: u32) -> Resul
         on_sample: None,
         loop_to: None,
         peer: None,
+        echo: None,
     };
     let decoder = tokio::spawn(run_decoder(decode, std::future::pending()));
     tokio::time::sleep(Duration::from_millis(500)).await;

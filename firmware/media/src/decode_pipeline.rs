@@ -96,8 +96,9 @@ pub use telebridge_config::AudioOut;
 
 /// Receives each decoded frame.
 pub type FrameConsumer = Arc<dyn Fn(&gst::Sample) + Send + Sync>;
-/// Receives each timecode read from a frame.
-pub type TimecodeConsumer = Arc<dyn Fn(Timecode) + Send + Sync>;
+/// Receives each timecode read from a frame, and the timecode it returns (a bridge's echo of
+/// this box's own), if any.
+pub type TimecodeConsumer = Arc<dyn Fn(Timecode, Option<Timecode>) + Send + Sync>;
 
 /// A running decode pipeline.
 #[derive(Debug)]
@@ -216,7 +217,7 @@ impl DecodePipeline {
                         counters.width.store(info.width(), Ordering::Relaxed);
                         counters.height.store(info.height(), Ordering::Relaxed);
                     }
-                    if let Some(tc) = sample_timecode(&sample) {
+                    if let Some((tc, echo)) = sample_timecodes(&sample) {
                         let mut last = last_frame_no.lock().unwrap_or_else(|p| p.into_inner());
                         if let Some(prev) = *last {
                             let gap = tc.frame.wrapping_sub(prev) & 0xff_ffff;
@@ -225,7 +226,7 @@ impl DecodePipeline {
                             }
                         }
                         *last = Some(tc.frame);
-                        on_timecode(tc);
+                        on_timecode(tc, echo);
                     }
                     on_frame(&sample);
                     Ok(gst::FlowSuccess::Ok)
@@ -277,13 +278,15 @@ fn discard(demux: &gst::Element, pad: &gst::Pad) {
 }
 
 /// The burnt-in timecode of a decoded raw video frame (any planar YUV format with luma first),
-/// if it carries one.
-pub fn sample_timecode(sample: &gst::Sample) -> Option<Timecode> {
+/// if it carries one, and the echo it returns, if any.
+pub fn sample_timecodes(sample: &gst::Sample) -> Option<(Timecode, Option<Timecode>)> {
     let buffer = sample.buffer()?;
     let info = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok())?;
     let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &info).ok()?;
     let stride = frame.plane_stride()[0] as usize;
-    timecode::read_luma(frame.plane_data(0).ok()?, stride, info.width() as usize, info.height() as usize)
+    let (luma, w, h) = (frame.plane_data(0).ok()?, info.width() as usize, info.height() as usize);
+    let own = timecode::read_strip(luma, stride, w, h, timecode::Strip::Own)?;
+    Some((own, timecode::read_strip(luma, stride, w, h, timecode::Strip::Echo)))
 }
 
 #[cfg(test)]

@@ -5,8 +5,13 @@
 //! 1280 wide), black or white in luma, so it survives H.264 at the lowest bitrate the encoder
 //! allows: 8 sync bits, a 24-bit frame counter, the capture time in microseconds (wall clock,
 //! low 40 bits) and a CRC-8 over counter and time.
+//!
+//! A bridge box burns a second strip under its own: the far box's latest timecode as this box
+//! read it from the picture it shows (its [`Echo`]). The far box reads its own timecode back
+//! from that strip and has the round trip, glass to glass, on its own clock alone.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Cells per row.
 pub const COLUMNS: usize = 40;
@@ -72,14 +77,37 @@ pub fn strip_height(width: usize) -> usize {
     cell_size(width) * ROWS
 }
 
+/// Which strip: this box's own timecode (the top one), or the far box's echoed back under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strip {
+    /// The sender's own timecode.
+    Own,
+    /// The far box's timecode, returned.
+    Echo,
+}
+
+impl Strip {
+    fn first_row(self) -> usize {
+        match self {
+            Strip::Own => 0,
+            Strip::Echo => ROWS,
+        }
+    }
+}
+
 /// Writes `tc` into a luma plane (`stride` bytes a row).
 pub fn stamp_luma(luma: &mut [u8], stride: usize, width: usize, height: usize, tc: &Timecode) {
+    stamp_strip(luma, stride, width, height, tc, Strip::Own);
+}
+
+/// Writes `tc` into strip `strip` of a luma plane.
+pub fn stamp_strip(luma: &mut [u8], stride: usize, width: usize, height: usize, tc: &Timecode, strip: Strip) {
     let cell = cell_size(width);
-    if strip_height(width) > height {
+    if strip_height(width) * (strip.first_row() / ROWS + 1) > height {
         return;
     }
     for (i, bit) in tc.bits().iter().enumerate() {
-        let (col, row) = (i % COLUMNS, i / COLUMNS);
+        let (col, row) = (i % COLUMNS, i / COLUMNS + strip.first_row());
         let value = if *bit { WHITE } else { BLACK };
         for y in row * cell..(row + 1) * cell {
             let start = y * stride + col * cell;
@@ -92,17 +120,23 @@ pub fn stamp_luma(luma: &mut [u8], stride: usize, width: usize, height: usize, t
 
 /// Reads a timecode back from a luma plane; `None` if there is none or it is damaged.
 pub fn read_luma(luma: &[u8], stride: usize, width: usize, height: usize) -> Option<Timecode> {
+    read_strip(luma, stride, width, height, Strip::Own)
+}
+
+/// Reads the timecode of strip `strip`.
+pub fn read_strip(luma: &[u8], stride: usize, width: usize, height: usize, strip: Strip) -> Option<Timecode> {
     let cell = cell_size(width);
-    if strip_height(width) > height || cell < 2 {
+    if strip_height(width) * (strip.first_row() / ROWS + 1) > height || cell < 2 {
         return None;
     }
+    let top = strip.first_row() * cell;
     // Average the middle half of each cell, away from edges the codec smears.
     let (lo, hi) = (cell / 4, cell - cell / 4);
     let mut means = [0u32; COLUMNS * ROWS];
     for (i, mean) in means.iter_mut().enumerate() {
         let (col, row) = (i % COLUMNS, i / COLUMNS);
         let (mut sum, mut n) = (0u32, 0u32);
-        for y in row * cell + lo..row * cell + hi {
+        for y in top + row * cell + lo..top + row * cell + hi {
             let start = y * stride + col * cell;
             for &px in luma.get(start + lo..start + hi)? {
                 sum += u32::from(px);
@@ -152,6 +186,27 @@ fn crc8(data: &[u8]) -> u8 {
     crc
 }
 
+/// How long a timecode read from the far box's picture is worth returning: older, the far box
+/// is no longer shown and its time would read as a long round trip.
+pub const ECHO_FRESH: Duration = Duration::from_millis(500);
+
+/// The far box's latest timecode as this box read it, for its encoder to burn back.
+#[derive(Debug, Clone, Default)]
+pub struct Echo(Arc<Mutex<Option<(Timecode, Instant)>>>);
+
+impl Echo {
+    /// This box showed a frame carrying `tc` at `now`.
+    pub fn heard(&self, tc: Timecode, now: Instant) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((tc, now));
+    }
+
+    /// What to burn back into a frame captured at `now`: the latest timecode, if fresh.
+    pub fn fresh(&self, now: Instant) -> Option<Timecode> {
+        let latest = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        latest.filter(|(_, at)| now.saturating_duration_since(*at) <= ECHO_FRESH).map(|(tc, _)| tc)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +223,34 @@ mod tests {
         let tc = Timecode { frame: 1234, capture_us: 987_654_321 };
         stamp_luma(&mut y, w, w, h, &tc);
         assert_eq!(read_luma(&y, w, w, h), Some(tc));
+    }
+
+    #[test]
+    fn the_echo_strip_sits_under_the_own_one_and_each_reads_back_alone() {
+        let (w, h) = (640, 360);
+        let mut y = frame(w, h, 100);
+        let own = Timecode { frame: 7, capture_us: 1_000 };
+        let echo = Timecode { frame: 9_999, capture_us: 555_555 };
+        stamp_luma(&mut y, w, w, h, &own);
+        assert_eq!(read_strip(&y, w, w, h, Strip::Echo), None, "no echo burnt yet");
+        stamp_strip(&mut y, w, w, h, &echo, Strip::Echo);
+        assert_eq!((read_luma(&y, w, w, h), read_strip(&y, w, w, h, Strip::Echo)), (Some(own), Some(echo)));
+        // Too small a picture for two strips: nothing is written, nothing read.
+        let (w, h) = (160, 12);
+        let mut tiny = frame(w, h, 100);
+        stamp_strip(&mut tiny, w, w, h, &echo, Strip::Echo);
+        assert_eq!(read_strip(&tiny, w, w, h, Strip::Echo), None);
+    }
+
+    #[test]
+    fn an_echo_is_returned_only_while_fresh() {
+        let e = Echo::default();
+        let t0 = Instant::now();
+        assert_eq!(e.fresh(t0), None);
+        let tc = Timecode { frame: 1, capture_us: 2 };
+        e.heard(tc, t0);
+        assert_eq!(e.fresh(t0 + ECHO_FRESH), Some(tc));
+        assert_eq!(e.fresh(t0 + ECHO_FRESH + Duration::from_millis(1)), None);
     }
 
     #[test]

@@ -25,6 +25,11 @@ pub(crate) enum Command {
     /// Receive SRT, decode, and show it (HDMI, a window, a file, or nowhere), with a slate when
     /// nothing arrives and glass-to-glass latency when the sender burns in timecodes.
     Decode(DecodeArgs),
+    /// Both at once over one SRT connection (--link): send this box's picture and sound, show
+    /// and record what the other end sends; with the test source, measure the round trip glass
+    /// to glass (the other end returns this box's timecode). What `run` does in the bridge role,
+    /// without the panel and the pairing.
+    Bridge(Box<BridgeArgs>),
     /// Receive one SRT stream and pass it on untouched to every --output at once (SRT, RTMP(S),
     /// recording): an SRT gateway.
     Relay(RelayArgs),
@@ -149,6 +154,25 @@ pub(crate) struct RunArgs {
     /// Go live at once (start_live).
     #[arg(long)]
     pub(crate) start_live: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BridgeArgs {
+    /// The connection: srt://HOST:PORT?mode=caller&passphrase=...&pbkeylen=32, or
+    /// srt://:PORT?mode=listener&..., or a rendezvous URL (bridge.link).
+    #[arg(long)]
+    pub(crate) link: String,
+    /// auto | kms | window | fake | file:PATH (decoder.sink).
+    #[arg(long, default_value = "auto")]
+    pub(crate) sink: String,
+    /// Record what arrives: file:/DIR/NAME.ts (bridge.record).
+    #[arg(long)]
+    pub(crate) record: Option<String>,
+    /// The box's name, shown on the slate.
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+    #[command(flatten)]
+    pub(crate) encode: EncodeArgs,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use telebridge_appliance::RunOptions;
 use telebridge_config::Config;
 
-use crate::args::{Cli, Command, ConfigCommand, DecodeArgs, EncodeArgs, MeasureArgs, RunArgs, StatsFormat};
+use crate::args::{BridgeArgs, Cli, Command, ConfigCommand, DecodeArgs, EncodeArgs, MeasureArgs, RunArgs, StatsFormat};
 use crate::exit::{bad_input, print_json, print_summary, run_async, shutdown_signal};
 use crate::flags::Flags;
 
@@ -23,6 +23,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Encoders { config } => encoders(config),
         Command::Encode(args) => encode(*args),
         Command::Decode(args) => decode(args),
+        Command::Bridge(args) => bridge(*args),
         Command::Measure(args) => measure(args),
         Command::Relay(args) => crate::relay_cmd::relay(args),
         Command::Run(args) => crate::run::run(args.into()),
@@ -134,6 +135,47 @@ fn encode(args: EncodeArgs) -> ExitCode {
     })
 }
 
+fn bridge(args: BridgeArgs) -> ExitCode {
+    let mut config = match load_or_default(args.encode.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return bad_input(e),
+    };
+    let mut flags = match encode_flags(&mut config, &args.encode) {
+        Ok(f) => f,
+        Err(e) => return bad_input(e),
+    };
+    config.role = "bridge".into();
+    flags.string(&mut config.bridge.link, Some(&args.link), "bridge.link", "--link");
+    flags.string(&mut config.decoder.sink, Some(&args.sink), "decoder.sink", "--sink");
+    flags.string(&mut config.bridge.record, args.record.as_ref(), "bridge.record", "--record");
+    flags.string(&mut config.name, args.name.as_ref(), "name", "--name");
+    let valid = match config.validate() {
+        Ok(v) => v,
+        Err(errs) => {
+            for e in flags.name(&errs) {
+                eprintln!("error: {e}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let Some(link) = valid.bridge.link.clone() else { return bad_input("--link: give the connection's srt:// URL") };
+    let json = args.encode.stats == Some(StatsFormat::Json);
+    let on_sample: Option<telebridge_appliance::BridgeSampleCallback> =
+        if json { Some(Arc::new(print_json)) } else { None };
+    let options = telebridge_appliance::BridgeOptions {
+        link: Ok(link),
+        on_control: None,
+        duration: args.encode.duration,
+        on_sample,
+        commands: None,
+        preview: None,
+        signal_gate: None,
+    };
+    run_async(telebridge_appliance::run_bridge(valid, options, shutdown_signal()), |summary| {
+        print_summary(json, &summary)
+    })
+}
+
 impl From<RunArgs> for crate::run::RunRequest {
     fn from(a: RunArgs) -> Self {
         crate::run::RunRequest {
@@ -225,6 +267,7 @@ fn decode(args: DecodeArgs) -> ExitCode {
         on_sample,
         loop_to,
         peer: None,
+        echo: None,
     };
     run_async(telebridge_appliance::run_decoder(options, shutdown_signal()), |summary| print_summary(json, &summary))
 }

@@ -100,6 +100,7 @@ pub(super) fn start_media(
                 preview: Some(shared.preview.clone()),
                 signal_gate: gate,
                 peer: None,
+                echo: None,
             };
             let config = config.clone();
             tokio::spawn(async move {
@@ -122,6 +123,7 @@ pub(super) fn start_media(
                 })),
                 loop_to: None,
                 peer: None,
+                echo: None,
             };
             tokio::spawn(async move {
                 let r = crate::run_decoder(options, shutdown).await.map(|_| ());
@@ -159,7 +161,7 @@ pub(super) fn start_media(
             };
             let config = config.clone();
             tokio::spawn(async move {
-                let r = crate::run_bridge(config, options, shutdown).await;
+                let r = crate::run_bridge(config, options, shutdown).await.map(|_| ());
                 let _ = events.send((generation, MediaEvent::Ended(r)));
             });
             Media { stop: Some(stop_tx), commands: Some(cmd_tx), generation }

@@ -61,6 +61,9 @@ pub(super) fn encoder_output_caps(s: &EncoderSettings) -> gst::Caps {
     b.build()
 }
 
+/// How much later than the picture the sound is labelled (see [`add_audio`]).
+pub const AUDIO_TRAIL: std::time::Duration = std::time::Duration::from_millis(32);
+
 pub(super) fn add_audio(
     pipeline: &gst::Pipeline,
     s: &EncoderSettings,
@@ -103,6 +106,14 @@ pub(super) fn add_audio(
     pipeline.add_many(chain)?;
     gst::Element::link_many(chain)?;
     queue.link(mux)?;
+    // The sound reaches the muxer later than the picture of the same instant (a source period,
+    // an AAC frame of 21.3 ms and the encoder's look-ahead, against about 6 ms for the picture),
+    // and the muxer interleaves by time: it would hold each picture for that long. Labelling
+    // the sound AUDIO_TRAIL later lets the picture go at once; the sound then plays that much
+    // behind the picture, inside EBU R37's tolerance for sound late (60 ms).
+    if let Some(pad) = queue.static_pad("src").and_then(|p| p.peer()) {
+        pad.set_offset(AUDIO_TRAIL.as_nanos() as i64);
+    }
     let c = counters.clone();
     if let Some(pad) = parse.static_pad("src") {
         pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {

@@ -91,7 +91,7 @@ impl EncoderPipeline {
         let h264_caps =
             gst::Caps::builder("video/x-h264").field("stream-format", "byte-stream").field("alignment", "au").build();
         let h264_filter = gst::ElementFactory::make("capsfilter").property("caps", &h264_caps).build()?;
-        let mux = gst::ElementFactory::make("mpegtsmux").name("mux").property("alignment", 7i32).build()?;
+        let mux = gst::ElementFactory::make("mpegtsmux").name("mux").property("alignment", 0i32).build()?;
         let appsink =
             gst_app::AppSink::builder().name("ts").sync(false).async_(false).max_buffers(64).drop(true).build();
 

@@ -42,6 +42,8 @@ pub struct EncoderSettings {
     /// While this holds `false` the source's frames are thrown away as they leave it, as if the
     /// HDMI cable were out: the simulated cable of `telebridge run --sim`. `None`: no gate.
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// The bridge: the far box's timecode to burn back under this box's own (test source only).
+    pub echo: Option<crate::timecode::Echo>,
 }
 
 /// The latest preview picture: a JPEG at most [`PREVIEW_WIDTH`] wide, replaced once a second.
@@ -69,6 +71,7 @@ impl EncoderSettings {
             frames_from_app: false,
             preview: None,
             signal_gate: None,
+            echo: None,
         }
     }
 
@@ -118,6 +121,7 @@ mod tests {
             frames_from_app: false,
             preview: None,
             signal_gate: None,
+            echo: None,
         };
         assert_eq!(s(1000, 30).keyframe_frames(), 30);
         assert_eq!(s(2000, 25).keyframe_frames(), 50);

@@ -52,7 +52,7 @@ pub(super) fn add_video_source(
             src.link(&filter)?;
             let pad = filter.static_pad("src").ok_or_else(|| MediaError::Gst("capsfilter has no src pad".into()))?;
             count(&pad);
-            add_timecode_stamp(&pad);
+            add_timecode_stamp(&pad, s.echo.clone());
             Ok((filter, None))
         }
         VideoSource::V4l2 { device } => {
@@ -113,8 +113,9 @@ pub(super) fn add_video_source(
     }
 }
 
-/// Burns the timecode into each frame as it leaves the test source.
-pub(super) fn add_timecode_stamp(pad: &gst::Pad) {
+/// Burns the timecode into each frame as it leaves the test source, and the far box's under it
+/// when there is a fresh `echo`.
+pub(super) fn add_timecode_stamp(pad: &gst::Pad, echo: Option<timecode::Echo>) {
     let frame_no = AtomicU64::new(0);
     let info: Mutex<Option<gst_video::VideoInfo>> = Mutex::new(None);
     pad.add_probe(gst::PadProbeType::BUFFER, move |pad, probe| {
@@ -131,9 +132,12 @@ pub(super) fn add_timecode_stamp(pad: &gst::Pad) {
                 let stride = frame.plane_stride()[0] as usize;
                 if let Ok(luma) = frame.plane_data_mut(0) {
                     timecode::stamp_luma(luma, stride, w, h, &tc);
+                    if let Some(far) = echo.as_ref().and_then(|e| e.fresh(std::time::Instant::now())) {
+                        timecode::stamp_strip(luma, stride, w, h, &far, timecode::Strip::Echo);
+                    }
                 }
-                // Neutral chroma under the strip so it reads as grey, not colour.
-                let strip = timecode::strip_height(w);
+                // Neutral chroma under the strips so they read as grey, not colour.
+                let strip = timecode::strip_height(w) * if echo.is_some() { 2 } else { 1 };
                 for plane in 1..frame.n_planes() {
                     let stride = frame.plane_stride()[plane as usize] as usize;
                     if let Ok(data) = frame.plane_data_mut(plane) {
