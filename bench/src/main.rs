@@ -10,6 +10,7 @@ mod idle;
 mod panel;
 mod plot;
 mod reader;
+mod roundtrip;
 mod rtmp_srt;
 mod soak;
 mod srt_4g;
@@ -79,6 +80,11 @@ enum Bench {
         #[arg(long, default_value_t = 60)]
         minutes: u64,
     },
+    /// The telebridge's round trip glass to glass: two bridge boxes through the link emulator,
+    /// each reading its own timecode back from the other's picture (metro-17ms and
+    /// transatlantic-100ms, 720p30 and 1080p30).
+    #[command(name = "round-trip")]
+    RoundTrip,
     /// Our SRT transport (`telebridge relay`) against srt-live-transmit on the same link and
     /// stream: CPU seconds per GB and losses, sender and receiver.
     Transport,
@@ -124,6 +130,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Bitrate => runtime.block_on(rtmp_srt::bitrate(&args.profiles, &args.out, args.quick)),
         Bench::Soak { minutes } => runtime.block_on(soak::run(&args.profiles, &args.out, args.quick, minutes)),
         Bench::Transport => runtime.block_on(transport::run(&args.profiles, &args.out, args.quick)),
+        Bench::RoundTrip => runtime.block_on(roundtrip::run(&args.profiles, &args.out, args.quick)),
         Bench::Throughput { runs } => runtime.block_on(throughput::run(&args.profiles, &args.out, args.quick, runs)),
         Bench::TcpSend { addr, seconds } => throughput::tcp_send(&addr, seconds),
         Bench::Sink { tcp } => throughput::sink(tcp.as_deref()),

@@ -1,0 +1,175 @@
+//! The telebridge's round trip, glass to glass: two `telebridge bridge` boxes, one SRT
+//! connection between them through the link emulator, each sending its test picture with its
+//! timecode and returning the other's (the echo strip). Each box reads its own timecode back
+//! from the far box's picture: the round trip A -> B -> A on A's clock alone, with both
+//! encoders, both decoders, both directions of the link and the wait for the next captured
+//! frame on the far side in it. Also each direction's one-way figure and what a box adds to
+//! the SRT latency. The calling box sets the latency as pairing does: 4 x RTT, at least 80 ms.
+//!
+//! ```text
+//! A: telebridge bridge (listener) ◄══ linkemu (profile) ══► B: telebridge bridge (caller)
+//! ```
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::Context;
+use linkemu::{Impairment, Profiles};
+
+/// A bench-only passphrase (pairing derives a random one).
+const KEY: &str = "b3c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1";
+/// The least latency a box asks for (the `[bridge] min_latency_ms` default).
+const MIN_LATENCY_MS: u32 = 80;
+
+struct Row {
+    size: String,
+    profile: String,
+    rtt_ms: f64,
+    latency_ms: i64,
+    a: serde_json::Value,
+    b: serde_json::Value,
+    one_way_ms: f64,
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+fn peer(line: &serde_json::Value) -> serde_json::Value {
+    line["sending"]["outputs"]
+        .as_array()
+        .and_then(|o| o.iter().find(|x| x["name"] == "peer").cloned())
+        .unwrap_or_default()
+}
+
+async fn one(bin: &str, profile: &linkemu::LinkProfile, size: &str, seconds: u64, out: &Path) -> anyhow::Result<Row> {
+    let port_a = crate::free_udp_port()?;
+    let relay = linkemu::relay::start(
+        "127.0.0.1:0".parse()?,
+        format!("127.0.0.1:{port_a}").parse()?,
+        Impairment::new(profile.params(), vec![], 1),
+        Impairment::new(profile.params(), vec![], 2),
+    )
+    .await?;
+    let latency_b = ((profile.rtt_ms * 4.0).round() as u32).max(MIN_LATENCY_MS);
+    let link = |base: String, latency: u32| format!("{base}latency={latency}&passphrase={KEY}&pbkeylen=32");
+    let common = |name: &str| {
+        let mut c = Command::new(bin);
+        c.args(["-q", "bridge", "--sink", "fake", "--size", size, "--fps", "30", "--bitrate-kbps", "4000"]).args([
+            "--x264-preset",
+            "superfast",
+            "--stats",
+            "json",
+            "--name",
+            name,
+        ]);
+        c
+    };
+    let tag = format!("roundtrip-{}-{size}", profile.name);
+    let (file_a, file_b) = (out.join(format!("{tag}-a.jsonl")), out.join(format!("{tag}-b.jsonl")));
+    let mut a = crate::spawn_to(
+        common("a")
+            .args(["--link", &link(format!("srt://:{port_a}?mode=listener&"), MIN_LATENCY_MS)])
+            .args(["--duration", &format!("{}s", seconds + 3)]),
+        &file_a,
+    )?;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let mut b = crate::spawn_to(
+        common("b")
+            .args(["--link", &link(format!("srt://127.0.0.1:{}?mode=caller&", relay.listen.port()), latency_b)])
+            .args(["--duration", &format!("{seconds}s")]),
+        &file_b,
+    )?;
+    let (ra, rb) = tokio::task::spawn_blocking(move || (a.wait(), b.wait())).await?;
+    anyhow::ensure!(ra?.success() && rb?.success(), "a bridge failed; see {}", file_a.display());
+    let summary = |p: &Path| -> anyhow::Result<serde_json::Value> {
+        let lines = crate::json_lines(p);
+        lines
+            .iter()
+            .rev()
+            .find_map(|l| l.get("summary").cloned())
+            .with_context(|| format!("no summary in {}", p.display()))
+    };
+    let (sa, sb) = (summary(&file_a)?, summary(&file_b)?);
+    // The connection's figures from A's last second live (at exit it is closed).
+    let pa = crate::json_lines(&file_a)
+        .iter()
+        .rev()
+        .map(|l| peer(l))
+        .find(|p| p["srt"]["negotiated_latency_ms"].as_i64().unwrap_or(0) > 0)
+        .unwrap_or_default();
+    Ok(Row {
+        size: size.into(),
+        profile: profile.name.clone(),
+        rtt_ms: f(&pa["srt"]["rtt_ms"]),
+        latency_ms: pa["srt"]["negotiated_latency_ms"].as_i64().unwrap_or(0),
+        one_way_ms: (f(&sa["receiving"]["latency"]["p50_ms"]) + f(&sb["receiving"]["latency"]["p50_ms"])) / 2.0,
+        a: sa,
+        b: sb,
+    })
+}
+
+/// Runs every size over every profile (quick: 720p over metro-17ms, briefly).
+pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()> {
+    let profiles = Profiles::load(profiles)?;
+    let bin = crate::telebridge()?;
+    let bin = bin.to_str().context("path")?;
+    let (sizes, names, seconds): (&[&str], &[&str], u64) = if quick {
+        (&["1280x720"], &["metro-17ms"], 8)
+    } else {
+        (&["1280x720", "1920x1080"], &["metro-17ms", "transatlantic-100ms"], 30)
+    };
+    let mut rows = Vec::new();
+    for name in names {
+        let profile = profiles.get(name)?.clone();
+        for size in sizes {
+            eprintln!("round trip: {size} over {name}, {seconds} s ...");
+            rows.push(one(bin, &profile, size, seconds, out).await?);
+        }
+    }
+    println!("| size | link | SRT latency | RTT (SRT) | round trip A p50 / p95 / max | round trip B p50 | bound | one-way p50 | added per direction | frames lost for good (A, B) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut csv = String::from("size,profile,latency_ms,rtt_ms,rt_a_p50,rt_a_p95,rt_a_max,rt_b_p50,bound_ms,one_way_p50,added_ms,lost_a,lost_b\n");
+    for r in &rows {
+        let (ra, rb) = (&r.a["receiving"]["round_trip"], &r.b["receiving"]["round_trip"]);
+        // Metro: under a Makito X pair's quoted 333 ms, with room (the issue's 250 ms); longer
+        // links: twice the latency, the RTT and 60 ms of the boxes' own.
+        let bound = if r.profile == "metro-17ms" { 250.0 } else { 2.0 * r.latency_ms as f64 + r.rtt_ms + 60.0 };
+        let one_way_delay = profiles.get(&r.profile).map(|p| p.rtt_ms / 2.0).unwrap_or(0.0);
+        let added = r.one_way_ms - r.latency_ms as f64 - one_way_delay;
+        let lost = |s: &serde_json::Value| s["receiving"]["decoder"]["frames_missing"].as_u64().unwrap_or(0);
+        println!(
+            "| {} | {} | {} ms | {:.1} ms | {:.1} / {:.1} / {:.1} ms | {:.1} ms | {:.0} ms | {:.1} ms | {:.1} ms | {}, {} |",
+            r.size, r.profile, r.latency_ms, r.rtt_ms, f(&ra["p50_ms"]), f(&ra["p95_ms"]), f(&ra["max_ms"]),
+            f(&rb["p50_ms"]), bound, r.one_way_ms, added, lost(&r.a), lost(&r.b)
+        );
+        csv.push_str(&format!(
+            "{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{},{}\n",
+            r.size,
+            r.profile,
+            r.latency_ms,
+            r.rtt_ms,
+            f(&ra["p50_ms"]),
+            f(&ra["p95_ms"]),
+            f(&ra["max_ms"]),
+            f(&rb["p50_ms"]),
+            bound,
+            r.one_way_ms,
+            added,
+            lost(&r.a),
+            lost(&r.b)
+        ));
+        if quick {
+            anyhow::ensure!(ra["samples"].as_u64().unwrap_or(0) > 30, "A measured no round trip: {ra}");
+            anyhow::ensure!(rb["samples"].as_u64().unwrap_or(0) > 30, "B measured no round trip: {rb}");
+            anyhow::ensure!(f(&ra["p50_ms"]) > r.rtt_ms, "a round trip shorter than the link's RTT: {ra}");
+        }
+    }
+    std::fs::write(out.join("roundtrip.csv"), csv)?;
+    println!("\nCSV: {}/roundtrip.csv; per-second lines: {}/roundtrip-*.jsonl", out.display(), out.display());
+    if quick {
+        eprintln!("quick check passed: both boxes measured their round trip through the other");
+    }
+    Ok(())
+}
