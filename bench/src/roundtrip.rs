@@ -96,7 +96,7 @@ async fn one(bin: &str, profile: &linkemu::LinkProfile, size: &str, seconds: u64
     let pa = crate::json_lines(&file_a)
         .iter()
         .rev()
-        .map(|l| peer(l))
+        .map(peer)
         .find(|p| p["srt"]["negotiated_latency_ms"].as_i64().unwrap_or(0) > 0)
         .unwrap_or_default();
     Ok(Row {
