@@ -7,37 +7,10 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use support::bridge::*;
 use support::*;
-
-/// A bridge box's configuration: small pictures (two encoders and two decoders share the
-/// machine), what arrives recorded in `dir`.
-fn bridge_config(dir: &Path, name: &str, srt_port: u16) -> PathBuf {
-    let path = dir.join("telebridge.toml");
-    let record = dir.join("received-%H%M%S.ts");
-    std::fs::write(
-        &path,
-        format!(
-            "name = \"{name}\"\nrole = \"bridge\"\n[video]\nwidth = 640\nheight = 360\nfps = 25\nbitrate_kbps = 800\n\
-             [bridge]\nport = {srt_port}\nrecord = \"file:{}\"\n",
-            record.display()
-        ),
-    )
-    .unwrap();
-    path
-}
-
-fn recordings(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> =
-        std::fs::read_dir(dir).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
-    v.retain(|p| {
-        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("received-") && n.ends_with(".ts"))
-    });
-    v.sort();
-    v
-}
 
 fn frames_decoded(port: u16) -> u64 {
     get_json(port, "/api/status")["media"]["receiving"]["decoder"]["frames_decoded"].as_u64().unwrap_or(0)
@@ -220,75 +193,6 @@ fn a_wrong_code_is_refused_in_words_burns_the_code_and_the_next_try_must_wait() 
     assert_eq!(status, 200, "after the wait, the right code pairs: {body}");
 }
 
-/// One request to a box in network namespace `ns`, with curl run inside it (the test itself
-/// stays in the host's namespace); the session cookie lives in `jar`. Returns (status, body).
-fn ns_http(ns: &str, jar: &Path, method: &str, url: &str, body: Option<&str>) -> (u16, String) {
-    let mut cmd = std::process::Command::new("ip");
-    cmd.args(["netns", "exec", ns, "curl", "-s", "-m", "30", "-X", method, "-H", "X-Telebridge-Csrf: 1"]);
-    cmd.args(["-H", "Content-Type: application/json", "-b"]).arg(jar).arg("-c").arg(jar);
-    if let Some(b) = body {
-        cmd.args(["-d", b]);
-    }
-    cmd.args(["-w", "\n%{http_code}", url]);
-    let out = cmd.output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (code.trim().parse().unwrap_or(0), body.to_string())
-}
-
-/// A box in a namespace: its directory, panel URL and cookie jar.
-struct NsBox {
-    ns: String,
-    dir: PathBuf,
-    url: String,
-    _proc: Proc,
-}
-
-impl NsBox {
-    fn start(link: &linkemu::ip_mode::NetnsLink, side_a: bool, name: &str, dir: PathBuf) -> NsBox {
-        let (ns, addr) = if side_a {
-            (link.ns_a.clone(), linkemu::ip_mode::ADDR_A)
-        } else {
-            (link.ns_b.clone(), linkemu::ip_mode::ADDR_B)
-        };
-        let config = bridge_config(&dir, name, 7700);
-        let mut cmd = if side_a {
-            link.in_a(env!("CARGO_BIN_EXE_telebridge"))
-        } else {
-            link.in_b(env!("CARGO_BIN_EXE_telebridge"))
-        };
-        cmd.env("RUST_LOG", "info").args(["run", "--sim", "--http", &format!("{addr}:8080"), "--config"]).arg(config);
-        let proc = Proc::spawn(cmd, &dir, "box");
-        let b = NsBox { ns, url: format!("http://{addr}:8080"), _proc: proc, dir };
-        let up = wait_for(Duration::from_secs(15), || b.call("GET", "/healthz", None).0 == 200);
-        assert!(up.is_some(), "{name} did not answer; see {}", b.dir.join("box.stderr").display());
-        let log = b.dir.join("box.stderr");
-        let mut code = None;
-        wait_for(Duration::from_secs(10), || {
-            code = std::fs::read_to_string(&log)
-                .ok()
-                .and_then(|l| l.split("setup_code=").nth(1).map(|rest| rest.chars().take(9).collect::<String>()));
-            code.is_some()
-        });
-        let setup = format!(r#"{{"code": "{}", "password": "a test password"}}"#, code.unwrap());
-        let (status, body) = b.call("POST", "/api/setup", Some(&setup));
-        assert_eq!(status, 200, "setup: {body}");
-        b
-    }
-
-    fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-        ns_http(&self.ns, &self.dir.join("cookies"), method, &format!("{}{path}", self.url), body)
-    }
-
-    fn json(&self, path: &str) -> serde_json::Value {
-        serde_json::from_str(&self.call("GET", path, None).1).unwrap_or(serde_json::Value::Null)
-    }
-
-    fn frames_decoded(&self) -> u64 {
-        self.json("/api/status")["media"]["receiving"]["decoder"]["frames_decoded"].as_u64().unwrap_or(0)
-    }
-}
-
 #[test]
 fn two_boxes_in_two_namespaces_over_metro_17ms_pair_and_exchange_video_and_sound() {
     let _guard = serial();
@@ -303,8 +207,10 @@ fn two_boxes_in_two_namespaces_over_metro_17ms_pair_and_exchange_video_and_sound
             linkemu::Impairment::new(params, vec![], 2),
         ))
         .unwrap();
-    let a = NsBox::start(&link, true, "studio-a", scratch("bridge-ns-a"));
-    let b = NsBox::start(&link, false, "studio-b", scratch("bridge-ns-b"));
+    let (dir_a, dir_b) = (scratch("bridge-ns-a"), scratch("bridge-ns-b"));
+    let (config_a, config_b) = (bridge_config(&dir_a, "studio-a", 7700), bridge_config(&dir_b, "studio-b", 7700));
+    let a = NsBox::start(&link.ns_a, linkemu::ip_mode::ADDR_A, "studio-a", dir_a, &config_a);
+    let b = NsBox::start(&link.ns_b, linkemu::ip_mode::ADDR_B, "studio-b", dir_b, &config_b);
 
     let (status, body) = a.call("POST", "/api/pairing/open", None);
     assert_eq!(status, 200, "{body}");

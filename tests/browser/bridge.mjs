@@ -43,7 +43,7 @@ async function startBox(name) {
   const http = await freePort();
   const srt = await freePort();
   const config = join(dir, 'telebridge.toml');
-  writeFileSync(config, `name = "${name}"\nrole = "bridge"\n[video]\nwidth = 640\nheight = 360\nfps = 25\nbitrate_kbps = 800\n[bridge]\nport = ${srt}\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n`);
+  writeFileSync(config, `name = "${name}"\nrole = "bridge"\n[video]\nwidth = 640\nheight = 360\nfps = 25\nbitrate_kbps = 800\n[bridge]\nport = ${srt}\nport_mapping = false\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n`);
   const c = spawn(bin, ['run', '--sim', '--http', `127.0.0.1:${http}`, '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
   logs[name] = '';
   c.stdout.on('data', (d) => { logs[name] += d; });

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod bridge;
+
 use std::fs::File;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};

@@ -170,11 +170,13 @@ pub struct BridgeConfig {
     /// Record what arrives from the paired box (`file:/DIR/NAME-%Y%m%d-%H%M%S.ts?segment=10m`);
     /// empty for none.
     pub record: String,
+    /// Ask the router (UPnP) to pass the port to this box when it listens.
+    pub port_mapping: bool,
 }
 
 impl Default for BridgeConfig {
     fn default() -> Self {
-        Self { port: 7700, min_latency_ms: 80, link: String::new(), record: String::new() }
+        Self { port: 7700, min_latency_ms: 80, link: String::new(), record: String::new(), port_mapping: true }
     }
 }
 
@@ -185,6 +187,7 @@ impl fmt::Debug for BridgeConfig {
             .field("min_latency_ms", &self.min_latency_ms)
             .field("link", &crate::srt_url::redact_query(&self.link))
             .field("record", &self.record)
+            .field("port_mapping", &self.port_mapping)
             .finish()
     }
 }

@@ -16,6 +16,7 @@ pub mod guard;
 pub mod link;
 pub mod session;
 pub mod store;
+pub mod upnp;
 pub mod wire;
 
 pub use code::{CodeError, PairingCode};
@@ -23,4 +24,4 @@ pub use exchange::{Confirm, Hello, PairError, PairSecrets, Pending, Side, Stream
 pub use guard::{CodeGuard, Refusal};
 pub use link::{latency_for, link_url, LinkError};
 pub use session::{Shower, ShowerError, Typer, TyperError};
-pub use store::{PairRecord, Reach, StoreError};
+pub use store::{PairRecord, Reach, StoreError, Via};

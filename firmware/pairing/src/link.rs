@@ -77,6 +77,7 @@ mod tests {
             side: StoredSide::B,
             reach,
             peer: peer.map(str::to_string),
+            via: crate::store::Via::Direct,
             rtt_ms,
             stream_id: "telebridge/0123456789abcdef".into(),
             passphrase: Secret::new("7".repeat(64)),

@@ -24,6 +24,9 @@ pub struct PairRecord {
     /// The other box's SRT address (`HOST:PORT`) when this box calls it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
+    /// How the listening box is reached.
+    #[serde(default)]
+    pub via: Via,
     /// The round trip to the other box measured while pairing, ms (the calling box sets the
     /// SRT latency from it).
     pub rtt_ms: u32,
@@ -45,6 +48,17 @@ pub enum StoredSide {
     A,
     /// The code was typed into this box.
     B,
+}
+
+/// How the listening box is reached from the calling one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// At the address the calling box typed: the same network, or a port forwarded by hand.
+    #[default]
+    Direct,
+    /// At the public address the listening box's router maps to it (UPnP, renewed by the box).
+    PortMapping,
 }
 
 /// Which end of the SRT connection a box is.
@@ -77,6 +91,7 @@ impl PairRecord {
             },
             reach,
             peer,
+            via: Via::Direct,
             rtt_ms,
             stream_id: secrets.link.stream_id,
             passphrase: secrets.link.passphrase,

@@ -19,6 +19,7 @@ mod middleware;
 pub mod pair_client;
 pub mod pairing;
 mod panel;
+pub mod reach;
 mod sim;
 
 use std::sync::Arc;
@@ -95,6 +96,7 @@ impl AppState {
         };
         state.spawn_history();
         pairing::spawn_listener(&state);
+        pairing::spawn_mapping_keeper(&state);
         state
     }
 

@@ -8,7 +8,7 @@
 //! calling box B sets the SRT latency from it).
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::extract::{Request, State};
@@ -18,7 +18,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use telebridge_appliance::DaemonCommand;
 use telebridge_config::SrtUrl;
-use telebridge_pairing::store::StoredSide;
+use telebridge_pairing::store::{StoredSide, Via};
 use telebridge_pairing::{
     link_url, wire, PairError, PairRecord, PairingCode, Reach, Refusal, Shower, ShowerError, Side, Typer, TyperError,
 };
@@ -27,6 +27,7 @@ use tracing::{info, warn};
 use crate::body::read_body;
 use crate::error::ApiError;
 use crate::pair_client::{self, Answer};
+use crate::reach::{self, Mapping, MappingSlot};
 use crate::AppState;
 
 /// The panel's port when the address typed names none.
@@ -37,6 +38,8 @@ const DEFAULT_PANEL_PORT: u16 = 80;
 pub struct Pairing {
     path: Option<PathBuf>,
     inner: Mutex<Inner>,
+    /// What this box's router said about passing the bridge's port.
+    mapping: MappingSlot,
 }
 
 #[derive(Debug)]
@@ -60,6 +63,9 @@ pub struct PairingView {
     pub paired: Option<PairedView>,
     /// The last thing that happened ("wrong code: a new one is shown").
     pub last: Option<String>,
+    /// How the other box reaches this one (or will), in words: what the router did, or what
+    /// the owner must do.
+    pub reach: Option<String>,
 }
 
 /// A pairing held, without its secrets.
@@ -75,6 +81,8 @@ pub struct PairedView {
     pub reach: Reach,
     /// What this box calls, when it calls.
     pub calls: Option<String>,
+    /// How the listening box is reached.
+    pub via: Via,
     /// The round trip measured while pairing, ms.
     pub rtt_ms: u32,
     /// The connection (no secrets).
@@ -104,7 +112,7 @@ impl Pairing {
             None => None,
         };
         let inner = Inner { shower: Shower::new(box_id), record, answered: None, last: None, unpaired: None };
-        Self { path, inner: Mutex::new(inner) }
+        Self { path, inner: Mutex::new(inner), mapping: Arc::new(Mutex::new(Mapping::Unknown)) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -124,14 +132,14 @@ impl Pairing {
         }
     }
 
-    /// A control message from the paired box: `true` when it was its farewell (the pairing is
-    /// forgotten here too).
-    fn on_peer_message(&self, data: &[u8]) -> bool {
+    /// A control message from the paired box: the pairing it ended when it was its farewell
+    /// (forgotten here too).
+    fn on_peer_message(&self, data: &[u8]) -> Option<PairRecord> {
         let mut inner = self.lock();
-        let Some(record) = inner.record.clone() else { return false };
+        let record = inner.record.clone()?;
         if !telebridge_pairing::control::is_farewell(&record, data, unix_now()) {
             warn!("a control message from the paired box that is not its farewell: ignored");
-            return false;
+            return None;
         }
         if let Some(path) = &self.path {
             if let Err(e) = telebridge_pairing::store::remove(path) {
@@ -143,7 +151,7 @@ impl Pairing {
         inner.record = None;
         inner.last = Some(why.clone());
         inner.unpaired = Some(why);
-        true
+        Some(record)
     }
 
     fn view(&self, config: Option<&telebridge_config::ValidConfig>) -> PairingView {
@@ -159,11 +167,24 @@ impl Pairing {
             side: r.side,
             reach: r.reach,
             calls: r.peer.clone(),
+            via: r.via,
             rtt_ms: r.rtt_ms,
             link: config.and_then(|c| link_url(r, &c.bridge).ok()).map(|u| u.to_string()),
             paired_at_unix: r.paired_at_unix,
         });
-        PairingView { code: inner.shower.code(Instant::now()), paired, last: inner.last.clone() }
+        let code = inner.shower.code(Instant::now());
+        let port = config.map_or(7700, |c| c.bridge.port);
+        let mapping = self.mapping.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let reach = match inner.record.as_ref().map(|r| (r.reach, r.via)) {
+            Some((Reach::Call, Via::PortMapping)) => {
+                Some("this box calls the other's public address; its router passes the port (UPnP)".into())
+            }
+            Some((Reach::Call, Via::Direct)) => Some("this box calls the other at the address typed".into()),
+            Some((Reach::Listen, _)) => Some(mapping.words(port)),
+            None if code.is_some() => Some(mapping.words(port)),
+            None => None,
+        };
+        PairingView { code, paired, last: inner.last.clone(), reach }
     }
 
     /// Keeps `record` (stored first, so a pairing the box could not keep is not announced).
@@ -196,7 +217,8 @@ pub(crate) fn spawn_listener(s: &AppState) {
         loop {
             match rx.recv().await {
                 Ok(m) => {
-                    if s.pairing.on_peer_message(&m) {
+                    if let Some(ended) = s.pairing.on_peer_message(&m) {
+                        forget_mapping(&s, &ended);
                         announce(&s).await;
                     }
                 }
@@ -221,6 +243,15 @@ pub(crate) async fn open(State(s): State<AppState>) -> Result<Json<PairingView>,
         inner.last = Some("pairing open: type the code into the other box's panel".into());
     }
     info!("pairing opened: a code is shown");
+    // This box will listen: ask its router to pass the port meanwhile.
+    *s.pairing.mapping.lock().unwrap_or_else(|p| p.into_inner()) = Mapping::Unknown;
+    let config = s.store.running();
+    let (slot, port) = (s.pairing.mapping.clone(), config.as_ref().map_or(7700, |c| c.bridge.port));
+    if config.is_some_and(|c| c.raw.bridge.port_mapping) {
+        tokio::spawn(async move { reach::refresh(&slot, port).await });
+    } else {
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Mapping::None("switched off: bridge.port_mapping".into());
+    }
     Ok(Json(s.pairing.view(s.store.running().as_ref())))
 }
 
@@ -247,6 +278,7 @@ pub(crate) async fn unpair(State(s): State<AppState>) -> Result<Json<PairingView
     };
     if let Some(r) = gone {
         info!(peer = %r.peer_id, "unpaired");
+        forget_mapping(&s, &r);
         announce(&s).await;
     }
     Ok(Json(s.pairing.view(s.store.running().as_ref())))
@@ -303,8 +335,37 @@ fn shower_error(e: ShowerError) -> ApiError {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Welcome {
-    /// A's bridge port (B calls it).
+    /// A's bridge port (B calls it at the address it typed)...
     srt_port: u16,
+    /// ...or here: the public address A's router passes to A.
+    srt_address: Option<String>,
+}
+
+/// The router's mapping of a pairing that ended, removed (this box listened through it).
+fn forget_mapping(s: &AppState, r: &PairRecord) {
+    if r.reach == Reach::Listen && r.via == Via::PortMapping {
+        let port = s.store.running().map_or(7700, |c| c.bridge.port);
+        *s.pairing.mapping.lock().unwrap_or_else(|p| p.into_inner()) = Mapping::Unknown;
+        tokio::task::spawn_blocking(move || reach::unmap(port));
+    }
+}
+
+/// Keeps the router's mapping while this box listens through it: asked again at start (it may
+/// have lapsed while the box was off) and every [`reach::RENEW_EVERY`].
+pub(crate) fn spawn_mapping_keeper(s: &AppState) {
+    let s = s.clone();
+    tokio::spawn(async move {
+        loop {
+            let through_router =
+                s.pairing.lock().record.as_ref().is_some_and(|r| r.reach == Reach::Listen && r.via == Via::PortMapping);
+            let needed = through_router && s.store.running().is_some_and(|c| c.raw.bridge.port_mapping);
+            if needed {
+                let port = s.store.running().map_or(7700, |c| c.bridge.port);
+                reach::refresh(&s.pairing.mapping, port).await;
+            }
+            tokio::time::sleep(reach::RENEW_EVERY).await;
+        }
+    });
 }
 
 /// `POST /api/pair/confirm` (box B to box A, no session): paired, or the code burnt.
@@ -325,11 +386,18 @@ pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<J
     };
     let secrets = verdict.map_err(shower_error)?;
     let rtt_ms = answered.map_or(0, |t| t.elapsed().as_millis().min(u128::from(u32::MAX)) as u32);
-    let record = PairRecord::new(Side::A, secrets, Reach::Listen, None, rtt_ms, unix_now());
+    let mut record = PairRecord::new(Side::A, secrets, Reach::Listen, None, rtt_ms, unix_now());
+    let srt_address = match s.pairing.mapping.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        Mapping::Mapped { public } => Some(public),
+        _ => None,
+    };
+    if srt_address.is_some() {
+        record.via = Via::PortMapping;
+    }
     s.pairing.keep(record)?;
     announce(&s).await;
     let srt_port = s.store.running().map_or(7700, |c| c.bridge.port);
-    Ok(Json(Welcome { srt_port }))
+    Ok(Json(Welcome { srt_port, srt_address }))
 }
 
 /// What the owner types into box B.
@@ -432,13 +500,18 @@ pub(crate) async fn join(State(s): State<AppState>, req: Request) -> Result<Json
     if welcome.status != 200 {
         return Err(from_a(&address, &welcome));
     }
-    let Welcome { srt_port } = serde_json::from_str(&welcome.body).map_err(|e| {
+    let Welcome { srt_port, srt_address } = serde_json::from_str(&welcome.body).map_err(|e| {
         ApiError::User(StatusCode::BAD_GATEWAY, format!("{address} answered a pairing it did not explain: {e}"))
     })?;
     let rtt = answer.connect.min(welcome.connect);
     let rtt_ms = rtt.as_micros().div_ceil(1000).min(u128::from(u32::MAX)) as u32;
     let host = address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h);
-    let record = PairRecord::new(Side::B, secrets, Reach::Call, Some(format!("{host}:{srt_port}")), rtt_ms, unix_now());
+    let (peer, via) = match srt_address {
+        Some(public) => (public, Via::PortMapping),
+        None => (format!("{host}:{srt_port}"), Via::Direct),
+    };
+    let mut record = PairRecord::new(Side::B, secrets, Reach::Call, Some(peer), rtt_ms, unix_now());
+    record.via = via;
     s.pairing.keep(record)?;
     announce(&s).await;
     Ok(Json(s.pairing.view(Some(&config))))
