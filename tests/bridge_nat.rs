@@ -9,7 +9,9 @@
 //!   public address: video flows both ways.
 //! - `forwarded by hand`: no UPnP, the owner forwarded UDP 7700: B calls the address it typed;
 //!   video flows.
-//! - `no way in`: no UPnP and nothing forwarded: A's panel says what to do; nothing flows.
+//! - `no way in`: no UPnP and nothing forwarded: A's panel says what to do; listening and
+//!   calling get nowhere, and the boxes meet by SRT rendezvous at each other's public address
+//!   (A saw B's while pairing; B typed A's): video flows both ways.
 //!
 //! The public side uses 198.20.0.0/24 (miniupnpd refuses the documentation ranges as
 //! "private"); the namespaces route nowhere else. Needs root, nft and miniupnpd.
@@ -195,7 +197,7 @@ fn both_ways(a: &NsBox, b: &NsBox, within: Duration) -> bool {
 }
 
 #[test]
-fn behind_nat_the_boxes_use_the_routers_port_mapping_or_a_forwarded_port_and_say_when_neither_exists() {
+fn behind_nat_the_boxes_use_a_port_mapping_a_forwarded_port_or_a_rendezvous() {
     let _guard = serial();
 
     // Port mapping: A's router passes the port at its public address; B calls that.

@@ -163,8 +163,10 @@ pub fn input_status(
 pub struct PeerLink {
     /// The output's name in status and metrics.
     pub name: String,
-    /// The connection.
+    /// The connection, tried first.
     pub url: SrtUrl,
+    /// Other ways to the peer, tried in turn when it does not connect.
+    pub then: Vec<SrtUrl>,
     /// Where what arrives on it goes.
     pub feed: Arc<PeerFeed>,
 }
@@ -194,8 +196,8 @@ pub type BridgeSampleCallback = Arc<dyn Fn(&BridgeSample) + Send + Sync>;
 
 /// How to run the bridge.
 pub struct BridgeOptions {
-    /// The connection to the peer, or why there is none ("not paired...").
-    pub link: Result<SrtUrl, String>,
+    /// The ways to the peer, or why there are none ("not paired...").
+    pub link: Result<telebridge_pairing::PeerRoute, String>,
     /// Where the paired box's control messages go.
     pub on_control: Option<ControlCallback>,
     /// Stop after this long.
@@ -225,7 +227,8 @@ pub async fn run_bridge(
     options: BridgeOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<BridgeSummary, AppError> {
-    let link = options.link.clone().map_err(|why| AppError::BadInput(format!("role bridge: {why}")))?;
+    let route = options.link.clone().map_err(|why| AppError::BadInput(format!("role bridge: {why}")))?;
+    let link = route.first.clone();
     let feed = Arc::new(PeerFeed::new(&link, config.bridge.record.clone(), options.on_control.clone()));
     let latest: Arc<Mutex<Option<DecodeSample>>> = Arc::default();
     let echo = telebridge_media::timecode::Echo::default();
@@ -260,7 +263,7 @@ pub async fn run_bridge(
         commands: options.commands,
         preview: options.preview,
         signal_gate: options.signal_gate,
-        peer: Some(PeerLink { name: PEER_OUTPUT.into(), url: link, feed: feed.clone() }),
+        peer: Some(PeerLink { name: PEER_OUTPUT.into(), url: link, then: route.then, feed: feed.clone() }),
         echo: Some(echo),
     };
     // Either half ending (on request or failing) ends the other.

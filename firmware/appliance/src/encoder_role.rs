@@ -125,9 +125,10 @@ pub async fn run_encoder(
     if let Some(link) = &options.peer {
         let feed = link.feed.clone();
         let on_receive: telebridge_srt::output::Receiver = Arc::new(move |d: &[u8]| feed.receive(d));
-        let out = telebridge_srt::SrtOutput::start_duplex(
+        let out = telebridge_srt::SrtOutput::start_route(
             link.name.clone(),
             link.url.clone(),
+            link.then.clone(),
             keyframe_proxy.clone(),
             Some(on_receive),
         )

@@ -31,3 +31,4 @@ pub use error::AppError;
 pub use relay_role::{run_relay, RelayOptions, RelaySample, RelaySummary};
 pub use sample::{LinkView, MediaSample};
 pub use stats::{EncoderStats, StatsSample, Summary};
+pub use telebridge_pairing::PeerRoute;

@@ -74,6 +74,7 @@ mod tests {
             reach: Reach::Call,
             peer: Some("192.0.2.7:7700".into()),
             via: crate::store::Via::Direct,
+            rendezvous: None,
             rtt_ms: 3,
             stream_id: "telebridge/0123456789abcdef".into(),
             passphrase: Secret::new("7".repeat(64)),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use telebridge_config::{BridgeSettings, KeyLength, SrtMode, SrtUrl};
 
-use crate::store::{PairRecord, Reach};
+use crate::store::{PairRecord, Reach, Via};
 
 /// The SRT latency asks for this many round trips: each lost packet can be asked for again
 /// about three times before its time to be shown (SRT's guidance is 3-4 x RTT).
@@ -28,6 +28,58 @@ pub fn latency_for(rtt_ms: u32, min: Duration) -> Duration {
     min.max(Duration::from_millis(u64::from(rtt_ms) * u64::from(LATENCY_RTTS)))
 }
 
+/// How a bridge reaches its peer: the way to try first, and others to try in turn when it does
+/// not connect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerRoute {
+    /// The pairing's listen/call way (or a link made by hand).
+    pub first: SrtUrl,
+    /// Then: a rendezvous with the other's public address.
+    pub then: Vec<SrtUrl>,
+}
+
+impl PeerRoute {
+    /// A route of one way.
+    pub fn only(url: SrtUrl) -> Self {
+        Self { first: url, then: Vec::new() }
+    }
+}
+
+/// How long a rendezvous attempt waits for the other side: libsrt waits ten times
+/// `SRTO_CONNTIMEO` in rendezvous.
+pub const RENDEZVOUS_CONNTIMEO: Duration = Duration::from_millis(800);
+
+/// The pair's ways on this box: [`link_url`], then a rendezvous when the listening box is not
+/// known to be reachable (no port mapping) and the other's public address is known.
+pub fn link_route(record: &PairRecord, bridge: &BridgeSettings) -> Result<PeerRoute, LinkError> {
+    let first = link_url(record, bridge)?;
+    let mut then = Vec::new();
+    if let (Via::Direct, Some(other)) = (record.via, record.rendezvous.as_deref()) {
+        let (host, port) = host_port(other)?;
+        let mut r = listener(port);
+        r.mode = SrtMode::Rendezvous;
+        r.host = Some(host);
+        r.latency = first.latency;
+        r.stream_id = None;
+        r.connect_timeout = Some(RENDEZVOUS_CONNTIMEO);
+        r.passphrase = Some(record.passphrase.clone());
+        r.key_length = Some(KeyLength::Aes256);
+        then.push(r);
+    }
+    Ok(PeerRoute { first, then })
+}
+
+fn host_port(addr: &str) -> Result<(String, u16), LinkError> {
+    let bad = || LinkError::BadPeer(addr.to_string());
+    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port: u16 = port.parse().ok().filter(|p| *p != 0).ok_or_else(bad)?;
+    if host.is_empty() {
+        return Err(bad());
+    }
+    Ok((host.to_string(), port))
+}
+
 /// The URL of the pair's connection on this box.
 pub fn link_url(record: &PairRecord, bridge: &BridgeSettings) -> Result<SrtUrl, LinkError> {
     let mut url = match record.reach {
@@ -39,16 +91,10 @@ pub fn link_url(record: &PairRecord, bridge: &BridgeSettings) -> Result<SrtUrl, 
         }
         Reach::Call => {
             let peer = record.peer.as_deref().ok_or(LinkError::NoPeer)?;
-            let bad = || LinkError::BadPeer(peer.to_string());
-            let (host, port) = peer.rsplit_once(':').ok_or_else(bad)?;
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            let port: u16 = port.parse().ok().filter(|p| *p != 0).ok_or_else(bad)?;
-            if host.is_empty() {
-                return Err(bad());
-            }
+            let (host, port) = host_port(peer)?;
             let mut u = listener(port);
             u.mode = SrtMode::Caller;
-            u.host = Some(host.to_string());
+            u.host = Some(host);
             u.latency = Some(latency_for(record.rtt_ms, bridge.min_latency));
             u.stream_id = Some(record.stream_id.clone());
             u
@@ -78,6 +124,7 @@ mod tests {
             reach,
             peer: peer.map(str::to_string),
             via: crate::store::Via::Direct,
+            rendezvous: None,
             rtt_ms,
             stream_id: "telebridge/0123456789abcdef".into(),
             passphrase: Secret::new("7".repeat(64)),
@@ -101,6 +148,24 @@ mod tests {
         let near = link_url(&record(Reach::Call, Some("[fd00::7]:7700"), 3), &bridge()).unwrap();
         assert_eq!((near.host.as_deref(), near.latency), (Some("fd00::7"), Some(Duration::from_millis(80))));
         assert_eq!(latency_for(100, Duration::from_millis(80)), Duration::from_millis(400));
+    }
+
+    #[test]
+    fn without_a_port_mapping_a_rendezvous_with_the_others_public_address_comes_next() {
+        let mut r = record(Reach::Listen, None, 34);
+        r.rendezvous = Some("198.20.0.2:7700".into());
+        let route = link_route(&r, &bridge()).unwrap();
+        assert_eq!(route.first.mode, SrtMode::Listener);
+        assert_eq!(route.then.len(), 1);
+        assert_eq!(
+            route.then[0].to_string(),
+            "srt://198.20.0.2:7700?mode=rendezvous&latency=80&pbkeylen=32&conntimeo=800&passphrase=****"
+        );
+        r.via = Via::PortMapping;
+        assert!(link_route(&r, &bridge()).unwrap().then.is_empty(), "a mapped port is known to work");
+        r.via = Via::Direct;
+        r.rendezvous = None;
+        assert_eq!(link_route(&r, &bridge()).unwrap(), PeerRoute::only(link_url(&r, &bridge()).unwrap()));
     }
 
     #[test]

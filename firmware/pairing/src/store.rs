@@ -27,6 +27,10 @@ pub struct PairRecord {
     /// How the listening box is reached.
     #[serde(default)]
     pub via: Via,
+    /// The other box's public address (`IP:PORT`) for an SRT rendezvous, tried in turn with the
+    /// listen/call way when that does not connect (both behind NAT, no port open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendezvous: Option<String>,
     /// The round trip to the other box measured while pairing, ms (the calling box sets the
     /// SRT latency from it).
     pub rtt_ms: u32,
@@ -92,6 +96,7 @@ impl PairRecord {
             reach,
             peer,
             via: Via::Direct,
+            rendezvous: None,
             rtt_ms,
             stream_id: secrets.link.stream_id,
             passphrase: secrets.link.passphrase,

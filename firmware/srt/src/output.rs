@@ -102,12 +102,31 @@ impl SrtOutput {
         on_peer_joined: Arc<dyn Fn() + Send + Sync>,
         on_receive: Option<Receiver>,
     ) -> Result<Self, OutputError> {
+        Self::start_route(name, url, Vec::new(), on_peer_joined, on_receive)
+    }
+
+    /// As [`SrtOutput::start_duplex`], with other ways to the same peer: an attempt that never
+    /// connects (a caller or rendezvous that gets no answer, a listener no caller reached
+    /// within [`LISTEN_ALONE`]) hands over to the next way, round and round; a way that
+    /// connected is kept when its connection is lost.
+    pub fn start_route(
+        name: String,
+        url: SrtUrl,
+        then: Vec<SrtUrl>,
+        on_peer_joined: Arc<dyn Fn() + Send + Sync>,
+        on_receive: Option<Receiver>,
+    ) -> Result<Self, OutputError> {
         let state = if url.mode == SrtMode::Listener { OutputState::Listening } else { OutputState::Connecting };
         let initial = OutputStatus::new("srt", name.clone(), url.to_string(), state);
         let (status_tx, status_rx) = watch::channel(initial);
         let shared = Arc::new(Shared::default());
+        let mut ways = vec![url.clone()];
+        ways.extend(then);
         let worker = Worker {
             url,
+            ways,
+            way: 0,
+            connected: false,
             status: status_tx,
             on_peer_joined,
             on_receive,
@@ -175,7 +194,14 @@ impl SrtOutput {
 }
 
 struct Worker {
+    /// The way being tried.
     url: SrtUrl,
+    /// Every way to the peer (the first is `url` at start).
+    ways: Vec<SrtUrl>,
+    /// Which of `ways` is being tried.
+    way: usize,
+    /// Whether the current attempt connected.
+    connected: bool,
     status: watch::Sender<OutputStatus>,
     on_peer_joined: Arc<dyn Fn() + Send + Sync>,
     on_receive: Option<Receiver>,
@@ -187,12 +213,20 @@ struct Worker {
 
 impl Job for Worker {
     fn attempt(&mut self, control: &Control, attempts: &mut u32) -> Attempt {
+        self.connected = false;
+        self.url = self.ways[self.way].clone();
+        self.status.send_modify(|s| s.url = self.url.to_string());
         let ended = match self.url.mode {
             SrtMode::Listener => self.listen(control, attempts),
             SrtMode::Caller | SrtMode::Rendezvous => self.call(control, attempts),
         };
         // Whatever ended the attempt, nothing is sent to its sockets any more.
         self.shared.clear();
+        let next = next_way(self.way, self.ways.len(), self.connected);
+        if next != self.way && ended.is_some() {
+            info!(output = %self.url.label(), next = %self.ways[next].label(), "no connection this way: trying the next");
+        }
+        self.way = next;
         match ended {
             None => Attempt::Stopped,
             Some(reason) => Attempt::Failed(reason),
@@ -226,6 +260,19 @@ const TICK: Duration = Duration::from_millis(200);
 const WAIT: Duration = TICK;
 /// How often a listener that only sends looks for new callers.
 const POLL: Duration = Duration::from_millis(20);
+/// How long a listener with other ways to its peer waits for a first caller before handing
+/// over to the next way.
+pub const LISTEN_ALONE: Duration = Duration::from_secs(8);
+
+/// The way to try after an attempt on `way` of `ways`: the next one when it never connected,
+/// the same one when it did (its connection was lost: it is the way that works).
+pub fn next_way(way: usize, ways: usize, connected: bool) -> usize {
+    if connected || ways <= 1 {
+        way
+    } else {
+        (way + 1) % ways
+    }
+}
 
 /// Waits for the next thing to do: on `epoll` when there is one (a duplex output), else only
 /// for a stop, up to `idle`. `ready` is emptied or filled. `true` when the output must stop.
@@ -297,6 +344,7 @@ impl Worker {
                 sockets.push(conn.clone());
                 self.shared.add(conn);
                 *attempt = 0;
+                self.connected = true;
                 (self.on_peer_joined)();
                 // A caller got in: an earlier rejection (a wrong passphrase, a stranger's
                 // handshake) is no longer what the user needs to see.
@@ -311,6 +359,9 @@ impl Worker {
             let tick = last_tick.elapsed() >= TICK;
             if !tick {
                 continue;
+            }
+            if !self.connected && self.ways.len() > 1 && started.elapsed() >= LISTEN_ALONE {
+                return Some(format!("no caller within {} s", LISTEN_ALONE.as_secs()));
             }
             let mut conns: Vec<(Option<String>, SrtStats)> = Vec::new();
             // Callers that left: closed, broken, or no longer acknowledging (gone without a word).
@@ -363,6 +414,7 @@ impl Worker {
         };
         info!(output = %self.url.label(), "SRT output connected");
         *attempt = 0;
+        self.connected = true;
         // Only a connection that carries the peer's stream back needs waiting on; one that only
         // sends is looked at every TICK (see `listen`).
         let epoll = match self.on_receive.is_some().then(|| Epoll::new().and_then(|e| e.add(&conn.socket).map(|_| e))) {
@@ -445,5 +497,18 @@ impl Worker {
 
     fn peer(&self) -> String {
         peer_label(&self.url)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_way_that_never_connected_hands_over_and_one_that_did_is_kept() {
+        assert_eq!(next_way(0, 1, false), 0, "a single way is retried");
+        assert_eq!(next_way(0, 2, false), 1);
+        assert_eq!(next_way(1, 2, false), 0, "round and round");
+        assert_eq!(next_way(1, 2, true), 1, "the way that worked is kept when its connection is lost");
     }
 }

@@ -17,10 +17,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use telebridge_appliance::DaemonCommand;
-use telebridge_config::SrtUrl;
 use telebridge_pairing::store::{StoredSide, Via};
 use telebridge_pairing::{
-    link_url, wire, PairError, PairRecord, PairingCode, Reach, Refusal, Shower, ShowerError, Side, Typer, TyperError,
+    link_route, link_url, wire, PairError, PairRecord, PairingCode, PeerRoute, Reach, Refusal, Shower, ShowerError,
+    Side, Typer, TyperError,
 };
 use tracing::{info, warn};
 
@@ -83,6 +83,8 @@ pub struct PairedView {
     pub calls: Option<String>,
     /// How the listening box is reached.
     pub via: Via,
+    /// Where a rendezvous meets the other box, tried in turn when listen/call does not connect.
+    pub rendezvous: Option<String>,
     /// The round trip measured while pairing, ms.
     pub rtt_ms: u32,
     /// The connection (no secrets).
@@ -121,10 +123,10 @@ impl Pairing {
 
     /// The bridge's connection for the pairing held, under `config`'s bridge settings, or why
     /// there is none.
-    pub fn link(&self, config: &telebridge_config::ValidConfig) -> Result<SrtUrl, String> {
+    pub fn link(&self, config: &telebridge_config::ValidConfig) -> Result<PeerRoute, String> {
         let inner = self.lock();
         match &inner.record {
-            Some(record) => link_url(record, &config.bridge).map_err(|e| e.to_string()),
+            Some(record) => link_route(record, &config.bridge).map_err(|e| e.to_string()),
             None => Err(inner
                 .unpaired
                 .clone()
@@ -168,6 +170,7 @@ impl Pairing {
             reach: r.reach,
             calls: r.peer.clone(),
             via: r.via,
+            rendezvous: r.rendezvous.clone(),
             rtt_ms: r.rtt_ms,
             link: config.and_then(|c| link_url(r, &c.bridge).ok()).map(|u| u.to_string()),
             paired_at_unix: r.paired_at_unix,
@@ -370,6 +373,8 @@ pub(crate) fn spawn_mapping_keeper(s: &AppState) {
 
 /// `POST /api/pair/confirm` (box B to box A, no session): paired, or the code burnt.
 pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<Json<Welcome>, ApiError> {
+    // B's public address as this box sees it: where a rendezvous would meet it.
+    let b_seen = crate::middleware::client_ip(req.extensions());
     let body = read_body(req, wire::MAX_BYTES).await.map_err(|_| {
         ApiError::User(StatusCode::BAD_REQUEST, format!("a confirmation is at most {} bytes", wire::MAX_BYTES))
     })?;
@@ -391,12 +396,14 @@ pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<J
         Mapping::Mapped { public } => Some(public),
         _ => None,
     };
+    let srt_port = s.store.running().map_or(7700, |c| c.bridge.port);
     if srt_address.is_some() {
         record.via = Via::PortMapping;
+    } else {
+        record.rendezvous = Some(std::net::SocketAddr::new(b_seen, srt_port).to_string());
     }
     s.pairing.keep(record)?;
     announce(&s).await;
-    let srt_port = s.store.running().map_or(7700, |c| c.bridge.port);
     Ok(Json(Welcome { srt_port, srt_address }))
 }
 
@@ -510,8 +517,10 @@ pub(crate) async fn join(State(s): State<AppState>, req: Request) -> Result<Json
         Some(public) => (public, Via::PortMapping),
         None => (format!("{host}:{srt_port}"), Via::Direct),
     };
+    let rendezvous = (via == Via::Direct).then(|| peer.clone());
     let mut record = PairRecord::new(Side::B, secrets, Reach::Call, Some(peer), rtt_ms, unix_now());
     record.via = via;
+    record.rendezvous = rendezvous;
     s.pairing.keep(record)?;
     announce(&s).await;
     Ok(Json(s.pairing.view(Some(&config))))

@@ -74,7 +74,7 @@ pub fn simulate(mut c: telebridge_config::Config) -> telebridge_config::Config {
 
 pub(super) fn start_media(
     config: &ValidConfig,
-    peer_link: &Result<telebridge_config::SrtUrl, String>,
+    peer_link: &Result<telebridge_pairing::PeerRoute, String>,
     generation: u64,
     events: mpsc::UnboundedSender<(u64, MediaEvent)>,
     shared: &MediaShared,
@@ -141,7 +141,7 @@ pub(super) fn start_media(
             let options = crate::BridgeOptions {
                 // A link made by hand wins over the pairing's.
                 link: match &config.bridge.link {
-                    Some(l) => Ok(l.clone()),
+                    Some(l) => Ok(telebridge_pairing::PeerRoute::only(l.clone())),
                     None => peer_link.clone(),
                 },
                 on_control: Some({

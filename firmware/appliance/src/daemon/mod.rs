@@ -42,7 +42,7 @@ pub struct DaemonOptions {
     pub config: ValidConfig,
     /// The bridge's connection to the paired box, from the stored pairing, or why there is
     /// none ("not paired...").
-    pub peer_link: Result<telebridge_config::SrtUrl, String>,
+    pub peer_link: Result<telebridge_pairing::PeerRoute, String>,
 }
 
 /// Commands to the daemon.
@@ -61,7 +61,7 @@ pub enum DaemonCommand {
     SetupText(Option<String>),
     /// The bridge's connection changed: paired (the new link) or unpaired (why there is none).
     /// A running bridge restarts on it.
-    PeerLink(Result<telebridge_config::SrtUrl, String>),
+    PeerLink(Result<telebridge_pairing::PeerRoute, String>),
     /// Send this control message to the paired box on the bridge's connection (a farewell).
     ToPeer(Vec<u8>),
 }
