@@ -24,7 +24,8 @@ pub use secret::Secret;
 pub use source::{AudioCodec, AudioOut, AudioSource, DecoderSink, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
 pub use validate::{
-    BridgeSettings, FieldError, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig, ValidationErrors,
+    BridgeSettings, FieldError, GpioBackend, GpioPins, OutputSpec, Picture, RelaySpec, Role, ValidConfig,
+    ValidationErrors,
 };
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].

@@ -172,11 +172,22 @@ pub struct BridgeConfig {
     pub record: String,
     /// Ask the router (UPnP) to pass the port to this box when it listens.
     pub port_mapping: bool,
+    /// A meeting point both paired boxes can reach (`telebridge relay --meet` on a public host),
+    /// `HOST:FIRST-LAST`, tried last when they cannot reach each other; empty for none. Set the
+    /// same on both boxes.
+    pub relay: String,
 }
 
 impl Default for BridgeConfig {
     fn default() -> Self {
-        Self { port: 7700, min_latency_ms: 80, link: String::new(), record: String::new(), port_mapping: true }
+        Self {
+            port: 7700,
+            min_latency_ms: 80,
+            link: String::new(),
+            record: String::new(),
+            port_mapping: true,
+            relay: String::new(),
+        }
     }
 }
 
@@ -188,6 +199,7 @@ impl fmt::Debug for BridgeConfig {
             .field("link", &crate::srt_url::redact_query(&self.link))
             .field("record", &self.record)
             .field("port_mapping", &self.port_mapping)
+            .field("relay", &self.relay)
             .finish()
     }
 }

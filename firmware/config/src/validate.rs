@@ -85,6 +85,38 @@ pub struct BridgeSettings {
     pub link: Option<SrtUrl>,
     /// Where what arrives from the peer is recorded.
     pub record: Option<crate::output_url::FileSpec>,
+    /// The meeting point: host and port range.
+    pub relay: Option<RelaySpec>,
+}
+
+/// A meeting point for paired boxes (`bridge.relay`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelaySpec {
+    /// Its host name or address.
+    pub host: String,
+    /// The first port of its range.
+    pub first: u16,
+    /// The last port of its range.
+    pub last: u16,
+}
+
+impl RelaySpec {
+    /// Reads `HOST:FIRST-LAST` (or `HOST:PORT`).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!("{s:?} is not HOST:FIRST-LAST with an even number of ports, two per pair (e.g. relay.example.org:7800-7815)")
+        };
+        let (host, ports) = s.rsplit_once(':').ok_or_else(bad)?;
+        let bracketed = host.starts_with('[') && host.ends_with(']');
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let (a, b) = ports.split_once('-').unwrap_or((ports, ports));
+        let (first, last): (u16, u16) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+        if host.is_empty() || first == 0 || last <= first || last - first > 1023 || (last - first) % 2 == 0 {
+            return Err(bad());
+        }
+        crate::check_host("relay", host, bracketed).map_err(|e| format!("{s:?}: {e}"))?;
+        Ok(Self { host: host.to_string(), first, last })
+    }
 }
 
 /// Which GPIO the daemon drives.
@@ -286,11 +318,14 @@ impl Config {
         } else {
             crate::output_url::FileSpec::parse(&b.record).map_err(|e| err("bridge.record", e.to_string())).ok()
         };
+        let relay =
+            if b.relay.is_empty() { None } else { RelaySpec::parse(&b.relay).map_err(|e| err("bridge.relay", e)).ok() };
         let bridge = BridgeSettings {
             port: b.port,
             min_latency: Duration::from_millis(u64::from(b.min_latency_ms)),
             link,
             record,
+            relay,
         };
         let http_listen = self
             .web
@@ -462,6 +497,10 @@ mod tests {
             (|c| c.bridge.port = 0, "bridge.port: 0 is not a UDP port; use 1-65535"),
             (|c| c.bridge.min_latency_ms = 5, "bridge.min_latency_ms: 5 is out of range 20-8000 ms"),
             (|c| c.bridge.record = "file:rel.ts".into(), "bridge.record: "),
+            (
+                |c| c.bridge.relay = "relay.example:9-2".into(),
+                "bridge.relay: \"relay.example:9-2\" is not HOST:FIRST-LAST",
+            ),
             (|c| c.decoder.input = "srt://:70000".into(), "decoder.input: "),
             (|c| c.decoder.sink = "hdmi".into(), "decoder.sink: \"hdmi\" is not one of auto, kms"),
             (|c| c.web.listen = "80".into(), "web.listen: \"80\" is not ADDRESS:PORT"),

@@ -14,6 +14,7 @@ pub mod control;
 pub mod exchange;
 pub mod guard;
 pub mod link;
+pub mod meet;
 pub mod session;
 pub mod store;
 pub mod upnp;

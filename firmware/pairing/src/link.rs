@@ -34,7 +34,7 @@ pub fn latency_for(rtt_ms: u32, min: Duration) -> Duration {
 pub struct PeerRoute {
     /// The pairing's listen/call way (or a link made by hand).
     pub first: SrtUrl,
-    /// Then: a rendezvous with the other's public address.
+    /// Then: a rendezvous with the other's public address, then one through the meeting point.
     pub then: Vec<SrtUrl>,
 }
 
@@ -49,22 +49,39 @@ impl PeerRoute {
 /// `SRTO_CONNTIMEO` in rendezvous.
 pub const RENDEZVOUS_CONNTIMEO: Duration = Duration::from_millis(800);
 
-/// The pair's ways on this box: [`link_url`], then a rendezvous when the listening box is not
-/// known to be reachable (no port mapping) and the other's public address is known.
+/// The pair's ways on this box: [`link_url`]; then, when the listening box is not known to be
+/// reachable (no port mapping), a rendezvous with the other's public address if known, and one
+/// through the meeting point (`bridge.relay`, the port the pair id picks) if set.
 pub fn link_route(record: &PairRecord, bridge: &BridgeSettings) -> Result<PeerRoute, LinkError> {
     let first = link_url(record, bridge)?;
     let mut then = Vec::new();
-    if let (Via::Direct, Some(other)) = (record.via, record.rendezvous.as_deref()) {
-        let (host, port) = host_port(other)?;
-        let mut r = listener(port);
+    let rendezvous = |host: String, remote: u16, local: u16| {
+        let mut r = listener(remote);
         r.mode = SrtMode::Rendezvous;
         r.host = Some(host);
+        r.local_port = Some(local);
         r.latency = first.latency;
-        r.stream_id = None;
         r.connect_timeout = Some(RENDEZVOUS_CONNTIMEO);
         r.passphrase = Some(record.passphrase.clone());
         r.key_length = Some(KeyLength::Aes256);
-        then.push(r);
+        r
+    };
+    if record.via == Via::Direct {
+        if let Some(other) = record.rendezvous.as_deref() {
+            let (host, port) = host_port(other)?;
+            then.push(rendezvous(host, port, port));
+        }
+        if let Some(relay) = &bridge.relay {
+            let side = usize::from(record.side == crate::store::StoredSide::B);
+            let port = crate::meet::port_for(&record.pair_id, side, relay.first, relay.last);
+            then.push(rendezvous(relay.host.clone(), port, bridge.port));
+        }
+    }
+    let mut first = first;
+    if first.mode == SrtMode::Listener && then.iter().any(|w| w.host.as_deref().is_some_and(|h| !h.contains(':'))) {
+        // The rendezvous after it binds the same port on IPv4: libsrt reuses a port only with
+        // the same settings, and the listener would otherwise hold it dual-stack (IPv6).
+        first.local_address = Some("0.0.0.0".into());
     }
     Ok(PeerRoute { first, then })
 }
@@ -156,11 +173,20 @@ mod tests {
         r.rendezvous = Some("198.20.0.2:7700".into());
         let route = link_route(&r, &bridge()).unwrap();
         assert_eq!(route.first.mode, SrtMode::Listener);
+        assert_eq!(route.first.local_address.as_deref(), Some("0.0.0.0"), "the rendezvous can take the port over");
         assert_eq!(route.then.len(), 1);
         assert_eq!(
             route.then[0].to_string(),
-            "srt://198.20.0.2:7700?mode=rendezvous&latency=80&pbkeylen=32&conntimeo=800&passphrase=****"
+            "srt://198.20.0.2:7700?mode=rendezvous&latency=80&pbkeylen=32&conntimeo=800&localport=7700&passphrase=****"
         );
+        // With a meeting point, a rendezvous through it comes last, on the pair's port.
+        let mut with_relay = bridge();
+        with_relay.relay = Some(telebridge_config::RelaySpec::parse("relay.example:7800-7815").unwrap());
+        let route = link_route(&r, &with_relay).unwrap();
+        let port = crate::meet::port_for(&r.pair_id, 1, 7800, 7815);
+        assert_eq!(route.then.len(), 2);
+        assert_eq!((route.then[1].host.as_deref(), route.then[1].port), (Some("relay.example"), port));
+        assert_eq!(route.then[1].local_port, Some(7700));
         r.via = Via::PortMapping;
         assert!(link_route(&r, &bridge()).unwrap().then.is_empty(), "a mapped port is known to work");
         r.via = Via::Direct;

@@ -18,6 +18,7 @@ pub mod stats;
 pub mod status;
 pub mod supervisor;
 pub mod ts_check;
+pub mod ways;
 
 pub use backoff::Backoff;
 pub use input::{InputState, InputStatus, SrtInput};

@@ -105,10 +105,11 @@ impl SrtOutput {
         Self::start_route(name, url, Vec::new(), on_peer_joined, on_receive)
     }
 
-    /// As [`SrtOutput::start_duplex`], with other ways to the same peer: an attempt that never
-    /// connects (a caller or rendezvous that gets no answer, a listener no caller reached
-    /// within [`LISTEN_ALONE`]) hands over to the next way, round and round; a way that
-    /// connected is kept when its connection is lost.
+    /// As [`SrtOutput::start_duplex`], with rendezvous ways to the same peer after the first:
+    /// when the first way does not connect (a caller that gets no answer, a listener no caller
+    /// reached before the next slot), a rendezvous way is tried at the next slot of the clock
+    /// (see [`crate::ways`]), then the first again; a way that connected is kept when its
+    /// connection is lost.
     pub fn start_route(
         name: String,
         url: SrtUrl,
@@ -127,6 +128,7 @@ impl SrtOutput {
             ways,
             way: 0,
             connected: false,
+            wait: Duration::ZERO,
             status: status_tx,
             on_peer_joined,
             on_receive,
@@ -202,6 +204,8 @@ struct Worker {
     way: usize,
     /// Whether the current attempt connected.
     connected: bool,
+    /// How long to wait before the next attempt (for a rendezvous slot).
+    wait: Duration,
     status: watch::Sender<OutputStatus>,
     on_peer_joined: Arc<dyn Fn() + Send + Sync>,
     on_receive: Option<Receiver>,
@@ -213,6 +217,9 @@ struct Worker {
 
 impl Job for Worker {
     fn attempt(&mut self, control: &Control, attempts: &mut u32) -> Attempt {
+        if !self.wait.is_zero() && control.stop_within(std::mem::take(&mut self.wait)) {
+            return Attempt::Stopped;
+        }
         self.connected = false;
         self.url = self.ways[self.way].clone();
         self.status.send_modify(|s| s.url = self.url.to_string());
@@ -222,11 +229,12 @@ impl Job for Worker {
         };
         // Whatever ended the attempt, nothing is sent to its sockets any more.
         self.shared.clear();
-        let next = next_way(self.way, self.ways.len(), self.connected);
-        if next != self.way && ended.is_some() {
-            info!(output = %self.url.label(), next = %self.ways[next].label(), "no connection this way: trying the next");
+        let next = crate::ways::next(self.way, self.ways.len(), self.connected, unix_ms());
+        if next.way != self.way && ended.is_some() {
+            info!(output = %self.url.label(), next = %self.ways[next.way].label(), in_ms = next.wait.as_millis() as u64, "no connection this way: trying the next");
         }
-        self.way = next;
+        self.way = next.way;
+        self.wait = next.wait;
         match ended {
             None => Attempt::Stopped,
             Some(reason) => Attempt::Failed(reason),
@@ -260,18 +268,8 @@ const TICK: Duration = Duration::from_millis(200);
 const WAIT: Duration = TICK;
 /// How often a listener that only sends looks for new callers.
 const POLL: Duration = Duration::from_millis(20);
-/// How long a listener with other ways to its peer waits for a first caller before handing
-/// over to the next way.
-pub const LISTEN_ALONE: Duration = Duration::from_secs(8);
-
-/// The way to try after an attempt on `way` of `ways`: the next one when it never connected,
-/// the same one when it did (its connection was lost: it is the way that works).
-pub fn next_way(way: usize, ways: usize, connected: bool) -> usize {
-    if connected || ways <= 1 {
-        way
-    } else {
-        (way + 1) % ways
-    }
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Waits for the next thing to do: on `epoll` when there is one (a duplex output), else only
@@ -295,6 +293,9 @@ impl Worker {
     /// completes. `None` when stopped, else why it ended.
     fn listen(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
         let started = Instant::now();
+        // With rendezvous ways after it, a listener that no caller reached gives the port up
+        // for the next rendezvous slot.
+        let listen_until = started + crate::ways::listen_for(unix_ms());
         self.status.send_modify(|s| s.state = OutputState::Listening);
         let duplex = self.on_receive.is_some();
         let setup = || -> Result<(Socket, Option<Epoll>, ListenHookGuard), SrtError> {
@@ -360,8 +361,8 @@ impl Worker {
             if !tick {
                 continue;
             }
-            if !self.connected && self.ways.len() > 1 && started.elapsed() >= LISTEN_ALONE {
-                return Some(format!("no caller within {} s", LISTEN_ALONE.as_secs()));
+            if !self.connected && self.ways.len() > 1 && Instant::now() >= listen_until {
+                return Some(format!("no caller for {} s", listen_until.duration_since(started).as_secs()));
             }
             let mut conns: Vec<(Option<String>, SrtStats)> = Vec::new();
             // Callers that left: closed, broken, or no longer acknowledging (gone without a word).
@@ -497,18 +498,5 @@ impl Worker {
 
     fn peer(&self) -> String {
         peer_label(&self.url)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_way_that_never_connected_hands_over_and_one_that_did_is_kept() {
-        assert_eq!(next_way(0, 1, false), 0, "a single way is retried");
-        assert_eq!(next_way(0, 2, false), 1);
-        assert_eq!(next_way(1, 2, false), 0, "round and round");
-        assert_eq!(next_way(1, 2, true), 1, "the way that worked is kept when its connection is lost");
     }
 }

@@ -178,11 +178,17 @@ pub(crate) struct BridgeArgs {
 #[derive(Debug, Args)]
 pub(crate) struct RelayArgs {
     /// srt://:PORT?mode=listener&latency=MS (or a caller or rendezvous URL).
-    #[arg(long)]
-    pub(crate) input: String,
+    #[arg(long, required_unless_present = "meet")]
+    pub(crate) input: Option<String>,
     /// srt://..., rtmp(s)://HOST/APP/KEY or file:/PATH.ts; repeat for several.
-    #[arg(long = "output", required = true)]
+    #[arg(long = "output", required_unless_present = "meet")]
     pub(crate) outputs: Vec<String>,
+    /// Instead: the meeting point of paired boxes that cannot reach each other, on these UDP
+    /// ports (FIRST-LAST; a pair uses one). It forwards datagrams between the two boxes of a
+    /// pair: it sees their addresses and their packets' sizes and timing, not the picture or
+    /// the sound (AES-256 end to end, with a key it never has).
+    #[arg(long, conflicts_with_all = ["input", "outputs"])]
+    pub(crate) meet: Option<String>,
     /// Buffer per output in kbit/s of stream it must hold for a second.
     #[arg(long, default_value_t = 20_000)]
     pub(crate) max_bitrate_kbps: u64,

@@ -7,6 +7,7 @@ mod cli;
 mod duration;
 mod exit;
 mod flags;
+mod meet_cmd;
 pub mod relay_cmd;
 mod run;
 

@@ -19,6 +19,9 @@ pub const LEAN_BINARY: &str = "telebridge-relay";
 
 /// `telebridge relay`: hands over to [`LEAN_BINARY`] when it can, else relays here.
 pub(crate) fn relay(args: RelayArgs) -> ExitCode {
+    if let Some(ports) = &args.meet {
+        return crate::meet_cmd::meet(ports);
+    }
     let Some((input, outputs)) = parse(&args) else { return ExitCode::from(2) };
     let rtmp = outputs.iter().any(|(_, spec)| matches!(spec, OutputSpec::Rtmp(_)));
     if !rtmp && std::env::var_os("TELEBRIDGE_RELAY_IN_PROCESS").is_none() {
@@ -39,6 +42,9 @@ pub fn lean(cli: Cli) -> ExitCode {
     let Command::Relay(args) = cli.command else {
         return bad_input(format!("{LEAN_BINARY} only relays: run `{LEAN_BINARY} relay --input ... --output ...`"));
     };
+    if let Some(ports) = &args.meet {
+        return crate::meet_cmd::meet(ports);
+    }
     let Some((input, outputs)) = parse(&args) else { return ExitCode::from(2) };
     run(&args, input, outputs, start_without_gstreamer)
 }
@@ -47,7 +53,7 @@ type Outputs = Vec<(String, OutputSpec)>;
 
 /// The input URL and the validated outputs; `None` after printing what is wrong.
 fn parse(args: &RelayArgs) -> Option<(telebridge_config::SrtUrl, Outputs)> {
-    let input = match telebridge_config::SrtUrl::parse(&args.input) {
+    let input = match telebridge_config::SrtUrl::parse(args.input.as_deref().unwrap_or_default()) {
         Ok(u) => u,
         Err(e) => {
             eprintln!("error: --input: {e}");
