@@ -59,7 +59,7 @@ pub fn parse_ports(s: &str) -> Result<(u16, u16), String> {
 /// The relay port box `side` (0: the box that showed the code, 1: the other) of pair `pair_id`
 /// talks to, in `first..=last`.
 pub fn port_for(pair_id: &str, side: usize, first: u16, last: u16) -> u16 {
-    let pairs = (u64::from(last - first) + 1) / 2;
+    let pairs = u64::from(last - first).div_ceil(2);
     let h = pair_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
     first + 2 * (h % pairs.max(1)) as u16 + side.min(1) as u16
 }
