@@ -69,9 +69,9 @@ mod tests {
         let b = next(0, 3, false, 73_200);
         assert_eq!((a.wait, b.wait), (Duration::from_millis(500), Duration::from_millis(6_800)));
         assert_eq!(a.way, b.way);
-        assert_eq!(a.way, 1 + (2 % 2));
+        assert_eq!(a.way, 1, "slot 2 (80 s) of two rendezvous ways: the first");
         // The next slot is for the other rendezvous way.
-        assert_eq!(next(0, 3, false, 81_000).way, 1 + (3 % 2));
+        assert_eq!(next(0, 3, false, 81_000).way, 2, "slot 3: the second");
         // A listener stops just before the slot, or listens through a slot too close to reach.
         assert_eq!(listen_for(70_000), Duration::from_millis(9_500));
         assert_eq!(listen_for(79_200), Duration::from_millis(40_300));
