@@ -91,7 +91,7 @@ fn two_boxes_pair_with_the_code_and_each_receives_the_others_picture_and_sound()
             let log = std::fs::read_to_string(dir.join(f)).unwrap();
             assert!(!log.contains(&passphrase), "the passphrase in {}", dir.join(f).display());
         }
-        for path in ["/api/pairing", "/api/status", "/api/config", "/metrics", "/api/logs"] {
+        for path in ["/api/pairing", "/api/status", "/api/config", "/api/config/backup", "/metrics", "/api/logs"] {
             let (_, body) = http("GET", port, path, None);
             assert!(!body.contains(&passphrase), "the passphrase in {path}");
         }
@@ -156,9 +156,17 @@ fn a_wrong_code_is_refused_in_words_burns_the_code_and_the_next_try_must_wait() 
     assert_eq!(status, 422, "{body}");
     assert!(body.contains("code:"), "{body}");
 
+    // Not paired, not showing a code: the HDMI output says so.
+    let screen = |port: u16| get_json(port, "/api/status")["screen"].as_str().unwrap_or("").to_string();
+    let says = wait_for(Duration::from_secs(5), || screen(http_a).contains("Not paired: pair in the panel"));
+    assert!(says.is_some(), "A's HDMI output: {:?}", screen(http_a));
+
     let (_, body) = http("POST", http_a, "/api/pairing/open", None);
     let first: serde_json::Value = serde_json::from_str(&body).unwrap();
     let first = first["code"].as_str().unwrap().to_string();
+    // The code is on A's HDMI output too.
+    let shown = wait_for(Duration::from_secs(5), || screen(http_a).contains(&format!("Pairing code {first}")));
+    assert!(shown.is_some(), "A's HDMI output: {:?}", screen(http_a));
     // One symbol off.
     let wrong: String = first
         .chars()
@@ -191,6 +199,17 @@ fn a_wrong_code_is_refused_in_words_burns_the_code_and_the_next_try_must_wait() 
     std::thread::sleep(Duration::from_secs(5));
     let (status, body) = join(&second);
     assert_eq!(status, 200, "after the wait, the right code pairs: {body}");
+    let gone = wait_for(Duration::from_secs(5), || !screen(http_a).contains("Pairing code"));
+    assert!(gone.is_some(), "paired, A's HDMI output still shows a code: {:?}", screen(http_a));
+
+    // On the box itself: a 10 s hold of the button shows a pairing code (a bridge box).
+    let (status, body) = http("POST", http_b, "/api/sim/button", Some(r#"{"hold_ms": 10300}"#));
+    assert_eq!(status, 200, "{body}");
+    let code = wait_for(Duration::from_secs(15), || get_json(http_b, "/api/pairing")["code"].is_string());
+    assert!(code.is_some(), "no code after a long press: {}", get_json(http_b, "/api/pairing"));
+    let code = get_json(http_b, "/api/pairing")["code"].as_str().unwrap().to_string();
+    let on_screen = wait_for(Duration::from_secs(5), || screen(http_b).contains(&format!("Pairing code {code}")));
+    assert!(on_screen.is_some(), "B's HDMI output: {:?}", screen(http_b));
 }
 
 #[test]

@@ -132,6 +132,8 @@ $('#reboot').addEventListener('click', async () => {
 
 $('#preview').addEventListener('load', (e) => { e.target.hidden = false; });
 $('#preview').addEventListener('error', (e) => { e.target.hidden = true; });
+$('#received').addEventListener('load', (e) => { e.target.hidden = false; });
+$('#received').addEventListener('error', (e) => { e.target.hidden = true; });
 
 // ---------- status ----------
 const WORDS = { booting: 'Starting', ready: 'Ready', going_live: 'Going live', live: 'Live', degraded: 'Live, degraded', error: 'Needs attention' };
@@ -182,6 +184,18 @@ function renderStatus(s) {
     }
   } else {
     img.hidden = true;
+  }
+  // The bridge: the paired box's picture beside this one's.
+  const rec = $('#received');
+  $('#received-box').hidden = !m.sending;
+  if (m.sending && running) {
+    const now = Date.now();
+    if (!rec.dataset.at || now - rec.dataset.at > 2000) {
+      rec.dataset.at = now;
+      rec.src = `/api/preview-received.jpg?t=${now}`;
+    }
+  } else {
+    rec.hidden = true;
   }
   if (m.sending) {
     const e = m.sending.encoder;

@@ -125,6 +125,8 @@ try {
   }
   check(true, 'each box receives the other\'s picture (640x360), its connection to the peer listed');
   await waitFor('the preview on A', () => pa.evaluate(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }), 10000);
+  await waitFor('the paired box\'s picture on A', () => pa.evaluate(() => { const i = document.querySelector('#received'); return !i.hidden && i.naturalWidth === 320; }), 10000);
+  check(true, 'A\'s status page shows both pictures: what it sends and what arrives from B');
   await pa.shot('4-live');
   await pb.shot('4-live');
 

@@ -208,6 +208,8 @@ pub struct BridgeOptions {
     pub commands: Option<tokio::sync::mpsc::Receiver<EncoderCommand>>,
     /// The panel's preview of what this box sends.
     pub preview: Option<telebridge_media::PreviewSlot>,
+    /// The panel's preview of what arrives from the paired box.
+    pub received_preview: Option<telebridge_media::PreviewSlot>,
     /// The simulated HDMI cable.
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
@@ -245,6 +247,8 @@ pub async fn run_bridge(
         loop_to: None,
         peer: Some(feed.clone()),
         echo: Some(echo.clone()),
+        peer_name: Some(route.peer_name.clone().unwrap_or_else(|| "the other end".into())),
+        preview: options.received_preview.clone(),
     };
     let encode = RunOptions {
         duration: options.duration,

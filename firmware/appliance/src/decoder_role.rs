@@ -51,6 +51,10 @@ pub struct DecodeOptions {
     pub peer: Option<Arc<crate::bridge_role::PeerFeed>>,
     /// The bridge: each timecode read goes here, for this box's encoder to return it.
     pub echo: Option<timecode::Echo>,
+    /// The bridge: the paired box's name, for the slate.
+    pub peer_name: Option<String>,
+    /// Keep a small JPEG of what is shown here, once a second (the panel's preview).
+    pub preview: Option<telebridge_media::PreviewSlot>,
 }
 
 impl std::fmt::Debug for DecodeOptions {
@@ -148,6 +152,22 @@ pub fn slate_text(name: &str, url: &SrtUrl, receiving: bool, reason: Option<&str
         }
         SrtMode::Caller => format!("calling SRT {}:{}", url.host.as_deref().unwrap_or(""), url.port),
         SrtMode::Rendezvous => format!("SRT rendezvous with {}:{}", url.host.as_deref().unwrap_or(""), url.port),
+    };
+    let mut text = format!("{name}\nNo picture: {how}");
+    if let Some(r) = reason {
+        text.push('\n');
+        text.push_str(r);
+    }
+    text
+}
+
+/// The bridge's slate: what it waits for from the paired box `peer`, and why (`reason`).
+pub fn bridge_slate_text(name: &str, peer: &str, url: &SrtUrl, receiving: bool, reason: Option<&str>) -> String {
+    let how = match url.mode {
+        _ if receiving => format!("{peer} is connected; nothing to show yet"),
+        SrtMode::Listener => format!("waiting for {peer} to call (UDP port {})", url.port),
+        SrtMode::Caller => format!("calling {peer} at {}:{}", url.host.as_deref().unwrap_or(""), url.port),
+        SrtMode::Rendezvous => format!("meeting {peer} at {}:{}", url.host.as_deref().unwrap_or(""), url.port),
     };
     let mut text = format!("{name}\nNo picture: {how}");
     if let Some(r) = reason {
@@ -303,7 +323,11 @@ pub async fn run_decoder(
     telebridge_media::init()?;
     telebridge_srt::install_log_hook();
     let decoder = select_decoder()?;
-    let first_text = slate_text(&options.name, &options.input, false, None);
+    let slate = |receiving: bool, reason: Option<&str>| match &options.peer_name {
+        Some(peer) => bridge_slate_text(&options.name, peer, &options.input, receiving, reason),
+        None => slate_text(&options.name, &options.input, receiving, reason),
+    };
+    let first_text = slate(false, None);
     let display = Arc::new(Display::start(options.sink.clone(), (1280, 720), first_text)?);
     let counters = Arc::new(DecoderCounters::default());
     let recent = Arc::new(Mutex::new(LatencyWindow::new(Duration::from_secs(5))));
@@ -341,8 +365,8 @@ pub async fn run_decoder(
         })
     };
     let on_data: telebridge_srt::input::TsConsumer = {
-        let (decoding, counters, decoder, audio) =
-            (decoding.clone(), counters.clone(), decoder.clone(), options.audio.clone());
+        let (decoding, counters, decoder, audio, preview) =
+            (decoding.clone(), counters.clone(), decoder.clone(), options.audio.clone(), options.preview.clone());
         Arc::new(move |data: &[u8]| {
             let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
             // A gap means a new connection or a sender restart: start the decoder afresh.
@@ -350,7 +374,15 @@ pub async fn run_decoder(
             if d.pipeline.is_none() || stale {
                 d.pipeline = None;
                 counters.new_connection();
-                match DecodePipeline::start(&decoder, &audio, counters.clone(), on_frame.clone(), on_timecode.clone()) {
+                let started = DecodePipeline::start(
+                    &decoder,
+                    &audio,
+                    counters.clone(),
+                    on_frame.clone(),
+                    on_timecode.clone(),
+                    preview.clone(),
+                );
+                match started {
                     Ok(p) => d.pipeline = Some(p),
                     Err(e) => warn!(error = %e, "cannot start the decoder"),
                 }
@@ -410,7 +442,7 @@ pub async fn run_decoder(
         let reason = problem.as_deref().or(st.reason.as_deref());
         // "A caller is connected" only while a stream arrives that shows no picture: a sender
         // that just went away still counts as receiving for up to half a second.
-        display.set_slate_text(&slate_text(&options.name, &options.input, problem.is_some(), reason));
+        display.set_slate_text(&slate(problem.is_some(), reason));
         if last_sample.elapsed() >= Duration::from_secs(1) {
             let secs = last_sample.elapsed().as_secs_f64();
             last_sample = Instant::now();
@@ -495,6 +527,16 @@ mod tests {
         assert!(!t.contains("0123456789"));
         let url = SrtUrl::parse("srt://encoder.example:9000").unwrap();
         assert_eq!(slate_text("b", &url, false, None), "b\nNo picture: calling SRT encoder.example:9000");
+        let peer = "connection lost: 198.20.0.1:7700 stopped acknowledging for 2.1 s";
+        assert_eq!(
+            bridge_slate_text("studio-b", "studio-a", &url, false, Some(peer)),
+            format!("studio-b\nNo picture: calling studio-a at encoder.example:9000\n{peer}")
+        );
+        let listen = SrtUrl::parse("srt://:7700?mode=listener").unwrap();
+        assert_eq!(
+            bridge_slate_text("studio-a", "studio-b", &listen, false, None),
+            "studio-a\nNo picture: waiting for studio-b to call (UDP port 7700)"
+        );
         // A stream arrives but shows no picture: the slate no longer says it waits for a caller.
         let url = SrtUrl::parse("srt://:9000?mode=listener").unwrap();
         let t = slate_text("c", &url, true, Some("receiving video H.265 (HEVC): ..."));

@@ -115,6 +115,7 @@ impl DecodePipeline {
         counters: Arc<DecoderCounters>,
         on_frame: FrameConsumer,
         on_timecode: TimecodeConsumer,
+        preview: Option<crate::PreviewSlot>,
     ) -> Result<Self, MediaError> {
         let pipeline = gst::Pipeline::with_name("decoder");
         let caps = gst::Caps::builder("video/mpegts").field("systemstream", true).field("packetsize", 188i32).build();
@@ -161,13 +162,26 @@ impl DecodePipeline {
                 .build()
                 .map_err(|_| MediaError::ElementMissing { element: "alsasink", package: "gstreamer1.0-alsa" })?,
         };
-        let video_chain = [&au_filter, &parse, &dec, &convert, &i420, vsink.upcast_ref()];
+        // With a preview: i420 ! tee ! queue ! frames, and tee ! the JPEG branch.
+        let tee = gst::ElementFactory::make("tee").build()?;
+        let frames_queue = gst::ElementFactory::make("queue")
+            .property_from_str("leaky", "downstream")
+            .property("max-size-buffers", 2u32)
+            .build()?;
+        let video_chain: Vec<&gst::Element> = if preview.is_some() {
+            vec![&au_filter, &parse, &dec, &convert, &i420, &tee, &frames_queue, vsink.upcast_ref()]
+        } else {
+            vec![&au_filter, &parse, &dec, &convert, &i420, vsink.upcast_ref()]
+        };
         let audio_chain = [&aparse, &adec, &aconv, &ares, &asink];
         pipeline.add_many([appsrc.upcast_ref(), &demux])?;
-        pipeline.add_many(video_chain)?;
+        pipeline.add_many(video_chain.iter().copied())?;
         pipeline.add_many(audio_chain)?;
         appsrc.link(&demux)?;
-        gst::Element::link_many(video_chain)?;
+        gst::Element::link_many(video_chain.iter().copied())?;
+        if let Some(slot) = preview {
+            crate::encoder_pipeline::add_jpeg_branch(&pipeline, &tee, None, slot)?;
+        }
         gst::Element::link_many(audio_chain)?;
 
         let (vpad, apad) = (au_filter.static_pad("sink"), aparse.static_pad("sink"));

@@ -32,6 +32,8 @@ pub fn latency_for(rtt_ms: u32, min: Duration) -> Duration {
 /// not connect.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PeerRoute {
+    /// The paired box's name, for the slate (none for a link made by hand).
+    pub peer_name: Option<String>,
     /// The pairing's listen/call way (or a link made by hand).
     pub first: SrtUrl,
     /// Then: a rendezvous with the other's public address, then one through the meeting point.
@@ -41,7 +43,7 @@ pub struct PeerRoute {
 impl PeerRoute {
     /// A route of one way.
     pub fn only(url: SrtUrl) -> Self {
-        Self { first: url, then: Vec::new() }
+        Self { peer_name: None, first: url, then: Vec::new() }
     }
 }
 
@@ -83,7 +85,7 @@ pub fn link_route(record: &PairRecord, bridge: &BridgeSettings) -> Result<PeerRo
         // the same settings, and the listener would otherwise hold it dual-stack (IPv6).
         first.local_address = Some("0.0.0.0".into());
     }
-    Ok(PeerRoute { first, then })
+    Ok(PeerRoute { peer_name: Some(record.peer_id.clone()), first, then })
 }
 
 fn host_port(addr: &str) -> Result<(String, u16), LinkError> {
@@ -191,7 +193,9 @@ mod tests {
         assert!(link_route(&r, &bridge()).unwrap().then.is_empty(), "a mapped port is known to work");
         r.via = Via::Direct;
         r.rendezvous = None;
-        assert_eq!(link_route(&r, &bridge()).unwrap(), PeerRoute::only(link_url(&r, &bridge()).unwrap()));
+        let single = link_route(&r, &bridge()).unwrap();
+        assert_eq!((single.peer_name.as_deref(), single.then.len()), (Some("box-a"), 0));
+        assert_eq!(single.first, link_url(&r, &bridge()).unwrap());
     }
 
     #[test]

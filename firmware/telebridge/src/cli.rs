@@ -169,6 +169,7 @@ fn bridge(args: BridgeArgs) -> ExitCode {
         on_sample,
         commands: None,
         preview: None,
+        received_preview: None,
         signal_gate: None,
     };
     run_async(telebridge_appliance::run_bridge(valid, options, shutdown_signal()), |summary| {
@@ -268,6 +269,8 @@ fn decode(args: DecodeArgs) -> ExitCode {
         loop_to,
         peer: None,
         echo: None,
+        peer_name: None,
+        preview: None,
     };
     run_async(telebridge_appliance::run_decoder(options, shutdown_signal()), |summary| print_summary(json, &summary))
 }

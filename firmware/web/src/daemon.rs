@@ -29,6 +29,10 @@ pub trait Daemon: Send + Sync + std::fmt::Debug + 'static {
     fn peer_messages(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<u8>>> {
         None
     }
+    /// The latest JPEG of what arrives from the paired box (bridge role).
+    fn received_preview(&self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 impl Daemon for DaemonHandle {
@@ -58,5 +62,9 @@ impl Daemon for DaemonHandle {
 
     fn peer_messages(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<u8>>> {
         Some(self.peer_messages.subscribe())
+    }
+
+    fn received_preview(&self) -> Option<Vec<u8>> {
+        self.received_preview.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }

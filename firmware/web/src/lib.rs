@@ -97,6 +97,7 @@ impl AppState {
         state.spawn_history();
         pairing::spawn_listener(&state);
         pairing::spawn_mapping_keeper(&state);
+        pairing::spawn_screen_keeper(&state);
         state
     }
 
@@ -142,6 +143,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/stats.csv", get(live::stats_csv))
         .route("/api/logs", get(live::logs))
         .route("/api/preview.jpg", get(live::preview))
+        .route("/api/preview-received.jpg", get(live::preview_received))
         .route("/api/password", post(account::change_password))
         .route("/api/reboot", post(live::reboot))
         .route("/api/pairing", get(pairing::get_pairing).delete(pairing::unpair))

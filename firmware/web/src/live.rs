@@ -117,6 +117,16 @@ pub(crate) async fn preview(State(s): State<AppState>) -> Response {
     }
 }
 
+/// `GET /api/preview-received.jpg`: what arrives from the paired box (bridge role).
+pub(crate) async fn preview_received(State(s): State<AppState>) -> Response {
+    match s.daemon.received_preview() {
+        Some(bytes) => {
+            ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "no-store")], bytes).into_response()
+        }
+        None => error(StatusCode::NOT_FOUND, "no picture: nothing arrives from a paired box"),
+    }
+}
+
 #[derive(Deserialize)]
 pub(crate) struct LogsQuery {
     lines: Option<usize>,

@@ -209,7 +209,7 @@ async fn announce(s: &AppState) {
         Some(c) => s.pairing.link(&c),
         None => Err("the configuration does not validate".into()),
     };
-    let _ = s.daemon.commands().send(DaemonCommand::PeerLink(link)).await;
+    let _ = s.daemon.commands().send(DaemonCommand::PeerLink(Box::new(link))).await;
 }
 
 /// Hears the paired box's control messages for as long as the daemon runs.
@@ -239,6 +239,12 @@ pub(crate) async fn get_pairing(State(s): State<AppState>) -> Json<PairingView> 
 
 /// `POST /api/pairing/open`: show a new code.
 pub(crate) async fn open(State(s): State<AppState>) -> Result<Json<PairingView>, ApiError> {
+    open_code(&s)?;
+    Ok(Json(s.pairing.view(s.store.running().as_ref())))
+}
+
+/// Shows a new code (the panel's button, or a long press of the box's button).
+fn open_code(s: &AppState) -> Result<(), ApiError> {
     let code = fresh_code()?;
     {
         let mut inner = s.pairing.lock();
@@ -255,7 +261,61 @@ pub(crate) async fn open(State(s): State<AppState>) -> Result<Json<PairingView>,
     } else {
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Mapping::None("switched off: bridge.port_mapping".into());
     }
-    Ok(Json(s.pairing.view(s.store.running().as_ref())))
+    Ok(())
+}
+
+/// What the HDMI output says of the pairing while it shows no picture: the code to type into
+/// the other box, or that this bridge is not paired (nothing for other roles, or when paired).
+pub fn screen_text(view: &PairingView, bridge: bool) -> Option<String> {
+    match (&view.code, &view.paired) {
+        (Some(code), _) => {
+            Some(format!("Pairing code {code}\nType it into the other box's panel (Pair) with this box's address"))
+        }
+        (None, None) if bridge => Some(match &view.last {
+            Some(last) => format!("Not paired ({last}): pair in the panel, or hold the button 10 s for a code"),
+            None => "Not paired: pair in the panel, or hold the button 10 s for a code".into(),
+        }),
+        _ => None,
+    }
+}
+
+/// Keeps the HDMI output's pairing words current (the code changes when one is burnt or
+/// expires), and opens pairing when the box's button asks for it (a long press, bridge role).
+pub(crate) fn spawn_screen_keeper(s: &AppState) {
+    let s = s.clone();
+    tokio::spawn(async move {
+        let mut status = s.daemon.status();
+        let mut requests = status.borrow().pairing_requests;
+        let mut shown: Option<String> = None;
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                changed = status.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    let now = status.borrow_and_update().pairing_requests;
+                    if now > requests {
+                        requests = now;
+                        info!("the button asked for a pairing code");
+                        if let Err(e) = open_code(&s) {
+                            warn!(error = ?e, "cannot open pairing");
+                        }
+                    }
+                }
+                _ = tick.tick() => {}
+            }
+            let config = s.store.running();
+            let bridge = config.as_ref().is_some_and(|c| c.role == telebridge_config::Role::Bridge);
+            let text = screen_text(&s.pairing.view(config.as_ref()), bridge);
+            if text != shown {
+                shown = text.clone();
+                if s.daemon.commands().send(DaemonCommand::PairingText(text)).await.is_err() {
+                    break;
+                }
+            }
+        }
+    });
 }
 
 /// `DELETE /api/pairing`: forget the pairing; the bridge tells the other box and stops.
@@ -529,6 +589,24 @@ pub(crate) async fn join(State(s): State<AppState>, req: Request) -> Result<Json
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hdmi_output_shows_the_code_or_says_the_bridge_is_not_paired() {
+        let view =
+            |code: Option<&str>| PairingView { code: code.map(str::to_string), paired: None, last: None, reach: None };
+        assert_eq!(
+            screen_text(&view(Some("7Q4-KM2")), true).as_deref(),
+            Some("Pairing code 7Q4-KM2\nType it into the other box's panel (Pair) with this box's address")
+        );
+        assert_eq!(
+            screen_text(&view(None), true).as_deref(),
+            Some("Not paired: pair in the panel, or hold the button 10 s for a code")
+        );
+        assert_eq!(screen_text(&view(None), false), None, "an encoder says nothing of pairing");
+        let unpaired =
+            PairingView { last: Some("studio-a unpaired this box: pair again to connect".into()), ..view(None) };
+        assert!(screen_text(&unpaired, true).unwrap().starts_with("Not paired (studio-a unpaired this box"));
+    }
 
     #[test]
     fn the_address_typed_becomes_host_and_panel_port() {

@@ -421,6 +421,7 @@ async fn the_openapi_document_names_every_endpoint() {
         ("/api/pairing/join", "post"),
         ("/api/pair/hello", "post"),
         ("/api/pair/confirm", "post"),
+        ("/api/preview-received.jpg", "get"),
     ];
     for (path, method) in routes {
         assert!(doc["paths"][path][method].is_object(), "{method} {path} is not documented");

@@ -72,6 +72,7 @@ fn status(state_name: &str) -> DaemonStatus {
         screen: None,
         input: InputInfo { signal: true, format: "test 1280x720 30 fps, 4000 kbit/s".into() },
         alerts: vec!["an alert the fake publishes".into()],
+        pairing_requests: 0,
     }
 }
 

@@ -31,6 +31,8 @@ pub(super) struct MediaShared {
     pub(super) cable: Option<Arc<AtomicBool>>,
     /// Control messages from the paired box (the bridge's connection), for the API.
     pub(super) peer_messages: tokio::sync::broadcast::Sender<Vec<u8>>,
+    /// The bridge: what arrives from the paired box, as a small JPEG once a second.
+    pub(super) received: telebridge_media::PreviewSlot,
 }
 
 /// Applies a plan's output changes; a media restart is left to the caller.
@@ -124,6 +126,8 @@ pub(super) fn start_media(
                 loop_to: None,
                 peer: None,
                 echo: None,
+                peer_name: None,
+                preview: None,
             };
             tokio::spawn(async move {
                 let r = crate::run_decoder(options, shutdown).await.map(|_| ());
@@ -157,6 +161,7 @@ pub(super) fn start_media(
                 })),
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),
+                received_preview: Some(shared.received.clone()),
                 signal_gate: gate,
             };
             let config = config.clone();

@@ -59,9 +59,12 @@ pub enum DaemonCommand {
     /// What the HDMI output should say while the box shows no picture (the first-run setup
     /// code), or `None` to clear it.
     SetupText(Option<String>),
+    /// What the HDMI output should say of the pairing while no picture is shown (the code to
+    /// type into the other box, or that the box is not paired), or `None`.
+    PairingText(Option<String>),
     /// The bridge's connection changed: paired (the new link) or unpaired (why there is none).
     /// A running bridge restarts on it.
-    PeerLink(Result<telebridge_pairing::PeerRoute, String>),
+    PeerLink(Box<Result<telebridge_pairing::PeerRoute, String>>),
     /// Send this control message to the paired box on the bridge's connection (a farewell).
     ToPeer(Vec<u8>),
 }
@@ -84,6 +87,8 @@ pub struct DaemonHandle {
     pub sim_cable: Option<Arc<AtomicBool>>,
     /// Control messages from the paired box, as they arrive on the bridge's connection.
     pub peer_messages: tokio::sync::broadcast::Sender<Vec<u8>>,
+    /// The latest JPEG of what arrives from the paired box (bridge role).
+    pub received_preview: telebridge_media::PreviewSlot,
 }
 
 impl DaemonHandle {
@@ -123,6 +128,7 @@ pub fn start(
         screen: None,
         input: input_info(&options.config, &machine),
         alerts: Vec::new(),
+        pairing_requests: 0,
     };
     let (status_tx, status_rx) = watch::channel(status);
     let (cmd_tx, cmd_rx) = mpsc::channel(32);
@@ -169,6 +175,7 @@ pub fn start(
         preview: telebridge_media::PreviewSlot::default(),
         cable: sim.is_some().then(|| Arc::new(AtomicBool::new(true))),
         peer_messages: tokio::sync::broadcast::channel(8).0,
+        received: telebridge_media::PreviewSlot::default(),
     };
     let handle = DaemonHandle {
         status: status_rx,
@@ -178,6 +185,7 @@ pub fn start(
         preview: shared.preview.clone(),
         sim_cable: shared.cable.clone(),
         peer_messages: shared.peer_messages.clone(),
+        received_preview: shared.received.clone(),
     };
     let task =
         tokio::spawn(main_loop(options, machine, patterns, status_tx, cmd_rx, heartbeat, started, shared, shutdown));
@@ -205,6 +213,7 @@ async fn main_loop(
     let mut last_sample: Option<MediaSample> = None;
     let mut pending_restart: Vec<&'static str> = Vec::new();
     let mut screen = Screen::default();
+    let mut pairing_requests = 0u64;
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
 
@@ -235,8 +244,13 @@ async fn main_loop(
                         }
                         last_sample = None;
                         *shared.preview.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                        *shared.received.lock().unwrap_or_else(|p| p.into_inner()) = None;
                     }
                     Action::ShowSetup => {
+                        if config.role == Role::Bridge {
+                            // A bridge's long press asks for a pairing code (the web side shows it).
+                            pairing_requests += 1;
+                        }
                         let text = screen.setup_card(&config);
                         info!(text = %text.replace('\n', " / "), "button held 10 s: showing the address");
                         screen.show_until = Some(Instant::now() + Duration::from_millis(crate::state::SETUP_SHOW_MS));
@@ -244,7 +258,7 @@ async fn main_loop(
                 }
             }
         }
-        screen.update(&config, machine.state.running() && config.role == Role::Decoder);
+        screen.update(&config, machine.state.running() && matches!(config.role, Role::Decoder | Role::Bridge));
         heartbeat.beat();
         let now = now_ms();
         let gpio = status_tx.borrow().gpio;
@@ -264,6 +278,7 @@ async fn main_loop(
             screen: screen.shown(),
             input: input_info(&config, &machine),
             alerts: alerts(&machine, last_sample.as_ref(), &pending_restart),
+            pairing_requests,
         });
 
         tokio::select! {
@@ -296,12 +311,14 @@ async fn main_loop(
                 DaemonCommand::Live(live) => events.push(Event::Api { live }),
                 DaemonCommand::Button(b) => events.push(Event::Button(b)),
                 DaemonCommand::SetupText(text) => screen.setup = text,
+                DaemonCommand::PairingText(text) => screen.pairing = text,
                 DaemonCommand::ToPeer(message) => {
                     if let Some(cmds) = media.as_ref().and_then(|m| m.commands.clone()) {
                         let _ = cmds.try_send(crate::EncoderCommand::ToPeer(message));
                     }
                 }
                 DaemonCommand::PeerLink(link) => {
+                    let link = *link;
                     let changed = link != peer_link;
                     peer_link = link;
                     if changed && config.role == Role::Bridge && machine.state.running() {

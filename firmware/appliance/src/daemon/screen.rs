@@ -1,4 +1,5 @@
-//! The HDMI output while no picture is shown: the setup code or the box's address.
+//! The HDMI output while no picture is shown: the setup code, the pairing code, or the box's
+//! address.
 
 use std::time::Instant;
 
@@ -12,6 +13,8 @@ use tracing::warn;
 pub(super) struct Screen {
     /// The setup text the web side asked for.
     pub(super) setup: Option<String>,
+    /// The pairing's words the web side asked for (the code shown, or "not paired").
+    pub(super) pairing: Option<String>,
     /// The address card is up until then.
     pub(super) show_until: Option<Instant>,
     pub(super) display: Option<telebridge_media::display::Display>,
@@ -21,7 +24,7 @@ pub(super) struct Screen {
 impl Screen {
     pub(super) fn setup_card(&self, config: &ValidConfig) -> String {
         let mut text = format!("{}\nPanel: http://{}/", config.name, config.http_listen);
-        if let Some(s) = &self.setup {
+        for s in [&self.setup, &self.pairing].into_iter().flatten() {
             text = format!("{text}\n{s}");
         }
         text
@@ -32,7 +35,15 @@ impl Screen {
         if self.show_until.is_some_and(|t| Instant::now() < t) {
             return Some(self.setup_card(config));
         }
-        self.setup.clone()
+        match (&self.setup, &self.pairing) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(p)) => Some(self.setup_card_with(p, config)),
+            (None, None) => None,
+        }
+    }
+
+    fn setup_card_with(&self, pairing: &str, config: &ValidConfig) -> String {
+        format!("{}\n{pairing}\nPanel: http://{}/", config.name, config.http_listen)
     }
 
     pub(super) fn shown(&self) -> Option<String> {

@@ -15,7 +15,7 @@ use crate::state::Machine;
 pub struct DaemonStatus {
     /// The box's name.
     pub name: String,
-    /// `encoder` or `decoder`.
+    /// `encoder`, `decoder` or `bridge`.
     pub role: &'static str,
     /// State, reason, links.
     pub machine: Machine,
@@ -41,6 +41,8 @@ pub struct DaemonStatus {
     pub input: InputInfo,
     /// What needs the user's attention, in words.
     pub alerts: Vec<String>,
+    /// Long presses of the button that asked for a pairing code (bridge role), since start.
+    pub pairing_requests: u64,
 }
 
 /// The input as the status shows it.

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! video source ! queue(leaky) ! videoconvert ! videoscale ! videorate ! caps ! H.264 encoder
-//!     ! h264parse(config-interval=-1) ! mpegtsmux(alignment=7) ! appsink ──► TsFanout ──► outputs
+//!     ! h264parse(config-interval=-1) ! mpegtsmux(alignment=0) ! appsink ──► TsFanout ──► outputs
 //! audio source ! audioconvert ! audioresample ! 48 kHz ! AAC encoder ! aacparse ! queue ─┘
 //! ```
 //!
@@ -19,6 +19,7 @@ pub use encode::probe_encoder;
 use encode::{add_audio, build_encoder, encoder_output_caps};
 pub use fanout::{TsConsumerId, TsFanout};
 pub use settings::{EncoderCounters, EncoderSettings, PreviewSlot, PREVIEW_WIDTH};
+pub(crate) use sources::add_jpeg_branch;
 use sources::{add_preview, add_video_source};
 
 use std::sync::atomic::Ordering;
@@ -92,8 +93,17 @@ impl EncoderPipeline {
             gst::Caps::builder("video/x-h264").field("stream-format", "byte-stream").field("alignment", "au").build();
         let h264_filter = gst::ElementFactory::make("capsfilter").property("caps", &h264_caps).build()?;
         let mux = gst::ElementFactory::make("mpegtsmux").name("mux").property("alignment", 0i32).build()?;
-        let appsink =
-            gst_app::AppSink::builder().name("ts").sync(false).async_(false).max_buffers(64).drop(true).build();
+        // The muxer hands over each input's packets at once as a buffer list (alignment=0): one
+        // sample per list, so that the outputs cut it into full SRT messages with only the last
+        // one of each frame short (single packets would make SRT send seven times the packets).
+        let appsink = gst_app::AppSink::builder()
+            .name("ts")
+            .sync(false)
+            .async_(false)
+            .max_buffers(64)
+            .drop(true)
+            .buffer_list(true)
+            .build();
 
         // videorate holds each frame until the next arrives (one frame of latency): only a
         // capture device whose rate may differ from the configured one needs it.
@@ -141,7 +151,19 @@ impl EncoderPipeline {
             gst_app::AppSinkCallbacks::builder()
                 .new_sample(move |sink| {
                     let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
-                    if let Some(buffer) = sample.buffer_owned() {
+                    let buffer = match sample.buffer_list() {
+                        Some(list) => {
+                            let mut merged = Vec::with_capacity(list.calculate_size());
+                            for b in list.iter() {
+                                if let Ok(map) = b.map_readable() {
+                                    merged.extend_from_slice(map.as_slice());
+                                }
+                            }
+                            Some(gst::Buffer::from_mut_slice(merged))
+                        }
+                        None => sample.buffer_owned(),
+                    };
+                    if let Some(buffer) = buffer {
                         c.ts_bytes.fetch_add(buffer.size() as u64, Ordering::Relaxed);
                         fanout.push(&buffer);
                     }

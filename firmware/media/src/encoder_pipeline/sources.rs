@@ -160,6 +160,17 @@ pub(super) fn add_preview(
     s: &EncoderSettings,
     slot: PreviewSlot,
 ) -> Result<(), MediaError> {
+    add_jpeg_branch(pipeline, tee, Some((PREVIEW_WIDTH * s.height / s.width.max(1)) & !1), slot)
+}
+
+/// The preview branch from `tee`, [`PREVIEW_WIDTH`] wide and `height` high (or as high as the
+/// picture's shape makes it), into `slot` once a second. Also the bridge's decoder's.
+pub(crate) fn add_jpeg_branch(
+    pipeline: &gst::Pipeline,
+    tee: &gst::Element,
+    height: Option<u32>,
+    slot: PreviewSlot,
+) -> Result<(), MediaError> {
     let queue = gst::ElementFactory::make("queue")
         .property_from_str("leaky", "downstream")
         .property("max-size-buffers", 1u32)
@@ -169,12 +180,11 @@ pub(super) fn add_preview(
     let rate = gst::ElementFactory::make("videorate").property("drop-only", true).property("max-rate", 1i32).build()?;
     let scale = make("videoscale", "gstreamer1.0-plugins-base")?;
     let convert = make("videoconvert", "gstreamer1.0-plugins-base")?;
-    let height = (PREVIEW_WIDTH * s.height / s.width.max(1)) & !1;
-    let caps = gst::Caps::builder("video/x-raw")
-        .field("format", "I420")
-        .field("width", PREVIEW_WIDTH as i32)
-        .field("height", height.max(2) as i32)
-        .build();
+    let mut caps = gst::Caps::builder("video/x-raw").field("format", "I420").field("width", PREVIEW_WIDTH as i32);
+    if let Some(h) = height {
+        caps = caps.field("height", h.max(2) as i32);
+    }
+    let caps = caps.build();
     let filter = gst::ElementFactory::make("capsfilter").property("caps", &caps).build()?;
     let jpeg = make("jpegenc", "gstreamer1.0-plugins-good")?;
     jpeg.set_property("quality", 70i32);
