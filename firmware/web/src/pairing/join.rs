@@ -1,0 +1,155 @@
+//! Box B's side: the owner types A's address and code; B asks A twice and keeps the pairing.
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use telebridge_pairing::store::Via;
+use telebridge_pairing::{PairError, PairRecord, Reach, Side, Typer, TyperError};
+
+use super::peer::Welcome;
+use super::{announce, unix_now, PairingView};
+use crate::body::read_body;
+use crate::error::ApiError;
+use crate::pair_client::{self, Answer};
+use crate::AppState;
+
+/// The panel's port when the address typed names none.
+const DEFAULT_PANEL_PORT: u16 = 80;
+
+/// What the owner types into box B.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JoinBody {
+    /// Box A's panel: `HOST` or `HOST:PORT`.
+    address: String,
+    /// The code A shows.
+    code: String,
+}
+
+/// `address` as `HOST:PORT` (the panel's port by default).
+fn panel_address(address: &str) -> Result<String, ApiError> {
+    let a = address.trim().trim_start_matches("http://").trim_end_matches('/');
+    let bad = || {
+        ApiError::User(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("address: {address:?} is not HOST or HOST:PORT (the other box's panel, e.g. 192.168.1.20 or studio-a.local:8080)"),
+        )
+    };
+    if a.is_empty() || a.contains(['/', ' ', '@', '?', '#']) {
+        return Err(bad());
+    }
+    let has_port = match a.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') || host.ends_with(']') => {
+            port.parse::<u16>().map_err(|_| bad())?;
+            true
+        }
+        _ => false,
+    };
+    Ok(if has_port {
+        a.to_string()
+    } else if a.contains(':') && !a.starts_with('[') {
+        format!("[{a}]:{DEFAULT_PANEL_PORT}")
+    } else {
+        format!("{a}:{DEFAULT_PANEL_PORT}")
+    })
+}
+
+/// A's refusal as B's answer: its status and words, with who said them.
+fn from_a(address: &str, a: &Answer) -> ApiError {
+    let words = serde_json::from_str::<serde_json::Value>(&a.body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+        .unwrap_or_else(|| format!("answered {}", a.status));
+    let message = format!("{address}: {words}");
+    let status = StatusCode::from_u16(a.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    match (a.retry_after, status.is_client_error()) {
+        (Some(secs), _) => ApiError::Later(status, message, secs),
+        (None, true) => ApiError::User(status, message),
+        (None, false) => ApiError::User(StatusCode::BAD_GATEWAY, message),
+    }
+}
+
+/// `POST /api/pairing/join` `{address, code}`: this box (B) pairs with the box at `address`.
+pub(crate) async fn join(State(s): State<AppState>, req: Request) -> Result<Json<PairingView>, ApiError> {
+    let body = read_body(req, crate::body::SMALL_BODY).await.map_err(|_| {
+        ApiError::User(
+            StatusCode::BAD_REQUEST,
+            "body must be {\"address\": \"HOST[:PORT]\", \"code\": \"7Q4-KM2\"}".into(),
+        )
+    })?;
+    let JoinBody { address, code } = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::User(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("body must be {{\"address\": \"HOST[:PORT]\", \"code\": \"7Q4-KM2\"}}: {e}"),
+        )
+    })?;
+    let address = panel_address(&address)?;
+    let config = s
+        .store
+        .running()
+        .ok_or_else(|| ApiError::User(StatusCode::CONFLICT, "the configuration does not validate".into()))?;
+    let (typer, hello) = Typer::begin(&code, &config.name)
+        .map_err(|e| ApiError::User(StatusCode::UNPROCESSABLE_ENTITY, format!("code: {e}")))?;
+    let unreachable = |e: pair_client::ClientError| ApiError::User(StatusCode::BAD_GATEWAY, e.to_string());
+    let answer = pair_client::post(&address, "/api/pair/hello", &hello).await.map_err(unreachable)?;
+    if answer.status != 200 {
+        return Err(from_a(&address, &answer));
+    }
+    let (verdict, confirmation) = typer.on_answer(&answer.body);
+    let Some(confirmation) = confirmation else {
+        let e = verdict.err().map(|e| e.to_string()).unwrap_or_default();
+        return Err(ApiError::User(StatusCode::BAD_GATEWAY, format!("{address} is not a telebridge box: {e}")));
+    };
+    // Sent also after a wrong code, so that A burns it at once.
+    let welcome = pair_client::post(&address, "/api/pair/confirm", &confirmation).await.map_err(unreachable)?;
+    let secrets = match verdict {
+        Ok(secrets) => secrets,
+        Err(TyperError::Pair(PairError::WrongCode)) => {
+            s.pairing.lock().last = Some(format!("wrong code for {address}: it now shows a new one"));
+            return Err(ApiError::User(
+                StatusCode::FORBIDDEN,
+                format!("code: wrong code for {address}; it now shows a new one: type that"),
+            ));
+        }
+        Err(e) => return Err(ApiError::User(StatusCode::BAD_GATEWAY, format!("{address}: {e}"))),
+    };
+    if welcome.status != 200 {
+        return Err(from_a(&address, &welcome));
+    }
+    let Welcome { srt_port, srt_address } = serde_json::from_str(&welcome.body).map_err(|e| {
+        ApiError::User(StatusCode::BAD_GATEWAY, format!("{address} answered a pairing it did not explain: {e}"))
+    })?;
+    let rtt = answer.connect.min(welcome.connect);
+    let rtt_ms = rtt.as_micros().div_ceil(1000).min(u128::from(u32::MAX)) as u32;
+    let host = address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h);
+    let (peer, via) = match srt_address {
+        Some(public) => (public, Via::PortMapping),
+        None => (format!("{host}:{srt_port}"), Via::Direct),
+    };
+    let rendezvous = (via == Via::Direct).then(|| peer.clone());
+    let mut record = PairRecord::new(Side::B, secrets, Reach::Call, Some(peer), rtt_ms, unix_now());
+    record.via = via;
+    record.rendezvous = rendezvous;
+    s.pairing.keep(record)?;
+    announce(&s).await;
+    Ok(Json(s.pairing.view(Some(&config))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_address_typed_becomes_host_and_panel_port() {
+        let ok = |a: &str| panel_address(a).map_err(|e| format!("{e:?}")).unwrap();
+        assert_eq!(ok("192.168.1.20"), "192.168.1.20:80");
+        assert_eq!(ok("http://studio-a.local:8080/"), "studio-a.local:8080");
+        assert_eq!(ok("fd00::7"), "[fd00::7]:80");
+        assert_eq!(ok("[fd00::7]:8080"), "[fd00::7]:8080");
+        for bad in ["", "a b", "host:99999", "user@host", "host/path"] {
+            let e = panel_address(bad).unwrap_err();
+            assert!(format!("{e:?}").contains("is not HOST or HOST:PORT"), "{bad}: {e:?}");
+        }
+    }
+}

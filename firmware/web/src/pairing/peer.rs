@@ -1,0 +1,99 @@
+//! Box A's side of the exchange: the two requests box B makes, without a session.
+
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use telebridge_pairing::store::Via;
+use telebridge_pairing::{wire, PairError, PairRecord, PairingCode, Reach, Refusal, ShowerError, Side};
+use tracing::warn;
+
+use super::{announce, fresh_code, unix_now};
+use crate::body::read_body;
+use crate::error::ApiError;
+use crate::reach::Mapping;
+use crate::AppState;
+
+/// `POST /api/pair/hello` (box B to box A, no session): A's answer to B's hello.
+pub(crate) async fn hello(State(s): State<AppState>, req: Request) -> Response {
+    let body = match read_body(req, wire::MAX_BYTES).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let text = String::from_utf8_lossy(&body);
+    let mut inner = s.pairing.lock();
+    if let Ok(fresh) = PairingCode::generate() {
+        inner.shower.expire(fresh, Instant::now());
+    }
+    match inner.shower.on_hello(&text, Instant::now()) {
+        Ok(answer) => {
+            inner.answered = Some(Instant::now());
+            ([(header::CONTENT_TYPE, "application/json")], answer).into_response()
+        }
+        Err(e) => shower_error(e).into_response(),
+    }
+}
+
+fn shower_error(e: ShowerError) -> ApiError {
+    match e {
+        ShowerError::Refused(Refusal::Wait(d)) => {
+            ApiError::Later(StatusCode::TOO_MANY_REQUESTS, e.to_string(), d.as_secs().max(1))
+        }
+        ShowerError::Refused(Refusal::Busy) => ApiError::Later(StatusCode::CONFLICT, e.to_string(), 2),
+        ShowerError::Refused(_) | ShowerError::Unexpected => ApiError::User(StatusCode::CONFLICT, e.to_string()),
+        ShowerError::Wire(_) => ApiError::User(StatusCode::BAD_REQUEST, e.to_string()),
+        ShowerError::Pair(PairError::WrongCode) => {
+            ApiError::User(StatusCode::FORBIDDEN, "wrong code: this box now shows a new one".into())
+        }
+        ShowerError::Pair(_) => ApiError::User(StatusCode::BAD_REQUEST, e.to_string()),
+    }
+}
+
+/// What A tells B once paired.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Welcome {
+    /// A's bridge port (B calls it at the address it typed)...
+    pub(super) srt_port: u16,
+    /// ...or here: the public address A's router passes to A.
+    pub(super) srt_address: Option<String>,
+}
+
+/// `POST /api/pair/confirm` (box B to box A, no session): paired, or the code burnt.
+pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<Json<Welcome>, ApiError> {
+    // B's public address as this box sees it: where a rendezvous would meet it.
+    let b_seen = crate::middleware::client_ip(req.extensions());
+    let body = read_body(req, wire::MAX_BYTES).await.map_err(|_| {
+        ApiError::User(StatusCode::BAD_REQUEST, format!("a confirmation is at most {} bytes", wire::MAX_BYTES))
+    })?;
+    let text = String::from_utf8_lossy(&body);
+    let fresh = fresh_code()?;
+    let (verdict, answered) = {
+        let mut inner = s.pairing.lock();
+        let verdict = inner.shower.on_confirm(&text, fresh, Instant::now());
+        if matches!(verdict, Err(ShowerError::Pair(PairError::WrongCode))) {
+            inner.last = Some("a wrong code was tried: it was burnt and a new one is shown".into());
+            warn!("pairing: a wrong code was tried; a new code is shown");
+        }
+        (verdict, inner.answered.take())
+    };
+    let secrets = verdict.map_err(shower_error)?;
+    let rtt_ms = answered.map_or(0, |t| t.elapsed().as_millis().min(u128::from(u32::MAX)) as u32);
+    let mut record = PairRecord::new(Side::A, secrets, Reach::Listen, None, rtt_ms, unix_now());
+    let srt_address = match s.pairing.mapping.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        Mapping::Mapped { public } => Some(public),
+        _ => None,
+    };
+    let srt_port = s.store.running().map_or(7700, |c| c.bridge.port);
+    if srt_address.is_some() {
+        record.via = Via::PortMapping;
+    } else {
+        record.rendezvous = Some(std::net::SocketAddr::new(b_seen, srt_port).to_string());
+    }
+    s.pairing.keep(record)?;
+    announce(&s).await;
+    Ok(Json(Welcome { srt_port, srt_address }))
+}

@@ -1,0 +1,126 @@
+//! What runs beside the requests: the paired box's messages, the router's mapping kept, the HDMI
+//! output's words kept current and the button's request for a code.
+
+use telebridge_appliance::DaemonCommand;
+use telebridge_pairing::store::Via;
+use telebridge_pairing::Reach;
+use tracing::{info, warn};
+
+use super::{announce, forget_mapping, open_code, PairingView};
+use crate::reach;
+use crate::AppState;
+
+/// Hears the paired box's control messages for as long as the daemon runs.
+pub(crate) fn spawn_listener(s: &AppState) {
+    let Some(mut rx) = s.daemon.peer_messages() else { return };
+    let s = s.clone();
+    tokio::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(m) => {
+                    if let Some(ended) = s.pairing.on_peer_message(&m) {
+                        forget_mapping(&s, &ended);
+                        announce(&s).await;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
+}
+
+/// What the HDMI output says of the pairing while it shows no picture: the code to type into
+/// the other box, or that this bridge is not paired (nothing for other roles, or when paired).
+pub fn screen_text(view: &PairingView, bridge: bool) -> Option<String> {
+    match (&view.code, &view.paired) {
+        (Some(code), _) => {
+            Some(format!("Pairing code {code}\nType it into the other box's panel (Pair) with this box's address"))
+        }
+        (None, None) if bridge => Some(match &view.last {
+            Some(last) => format!("Not paired ({last}): pair in the panel, or hold the button 10 s for a code"),
+            None => "Not paired: pair in the panel, or hold the button 10 s for a code".into(),
+        }),
+        _ => None,
+    }
+}
+
+/// Keeps the HDMI output's pairing words current (the code changes when one is burnt or
+/// expires), and opens pairing when the box's button asks for it (a long press, bridge role).
+pub(crate) fn spawn_screen_keeper(s: &AppState) {
+    let s = s.clone();
+    tokio::spawn(async move {
+        let mut status = s.daemon.status();
+        let mut requests = status.borrow().pairing_requests;
+        let mut shown: Option<String> = None;
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                changed = status.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    let now = status.borrow_and_update().pairing_requests;
+                    if now > requests {
+                        requests = now;
+                        info!("the button asked for a pairing code");
+                        if let Err(e) = open_code(&s) {
+                            warn!(error = ?e, "cannot open pairing");
+                        }
+                    }
+                }
+                _ = tick.tick() => {}
+            }
+            let config = s.store.running();
+            let bridge = config.as_ref().is_some_and(|c| c.role == telebridge_config::Role::Bridge);
+            let text = screen_text(&s.pairing.view(config.as_ref()), bridge);
+            if text != shown {
+                shown = text.clone();
+                if s.daemon.commands().send(DaemonCommand::PairingText(text)).await.is_err() {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// Keeps the router's mapping while this box listens through it: asked again at start (it may
+/// have lapsed while the box was off) and every [`reach::RENEW_EVERY`].
+pub(crate) fn spawn_mapping_keeper(s: &AppState) {
+    let s = s.clone();
+    tokio::spawn(async move {
+        loop {
+            let through_router =
+                s.pairing.lock().record.as_ref().is_some_and(|r| r.reach == Reach::Listen && r.via == Via::PortMapping);
+            let needed = through_router && s.store.running().is_some_and(|c| c.raw.bridge.port_mapping);
+            if needed {
+                let port = s.store.running().map_or(7700, |c| c.bridge.port);
+                reach::refresh(&s.pairing.mapping, port).await;
+            }
+            tokio::time::sleep(reach::RENEW_EVERY).await;
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hdmi_output_shows_the_code_or_says_the_bridge_is_not_paired() {
+        let view =
+            |code: Option<&str>| PairingView { code: code.map(str::to_string), paired: None, last: None, reach: None };
+        assert_eq!(
+            screen_text(&view(Some("7Q4-KM2")), true).as_deref(),
+            Some("Pairing code 7Q4-KM2\nType it into the other box's panel (Pair) with this box's address")
+        );
+        assert_eq!(
+            screen_text(&view(None), true).as_deref(),
+            Some("Not paired: pair in the panel, or hold the button 10 s for a code")
+        );
+        assert_eq!(screen_text(&view(None), false), None, "an encoder says nothing of pairing");
+        let unpaired =
+            PairingView { last: Some("studio-a unpaired this box: pair again to connect".into()), ..view(None) };
+        assert!(screen_text(&unpaired, true).unwrap().starts_with("Not paired (studio-a unpaired this box"));
+    }
+}
