@@ -74,16 +74,8 @@ impl NsBox {
         let b = NsBox { ns, url: format!("http://{addr}:8080"), _proc: proc, dir };
         let up = wait_for(Duration::from_secs(15), || b.call("GET", "/healthz", None).0 == 200);
         assert!(up.is_some(), "{name} did not answer; see {}", b.dir.join("box.stderr").display());
-        let log = b.dir.join("box.stderr");
-        let mut code = None;
-        wait_for(Duration::from_secs(10), || {
-            code = std::fs::read_to_string(&log)
-                .ok()
-                .and_then(|l| l.split("setup_code=").nth(1).map(|rest| rest.chars().take(9).collect::<String>()));
-            code.is_some()
-        });
-        let setup =
-            format!(r#"{{"code": "{}", "password": "a test password"}}"#, code.expect("a setup code in the log"));
+        let code = super::setup_code(&b.dir.join("box.stderr"));
+        let setup = format!(r#"{{"code": "{code}", "password": "a test password"}}"#);
         let (status, body) = b.call("POST", "/api/setup", Some(&setup));
         assert_eq!(status, 200, "setup: {body}");
         b

@@ -284,18 +284,22 @@ pub fn http(method: &str, port: u16, path: &str, body: Option<&str>) -> (u16, St
 /// First start: reads the setup code from the box's log (`DIR/NAME.stderr`) and sets the
 /// password; the session cookie is kept for [`http`].
 pub fn first_login(port: u16, dir: &Path, name: &str, password: &str) {
-    let log = dir.join(format!("{name}.stderr"));
+    let code = setup_code(&dir.join(format!("{name}.stderr")));
+    let (status, body) =
+        http("POST", port, "/api/setup", Some(&format!(r#"{{"code": "{code}", "password": "{password}"}}"#)));
+    assert_eq!(status, 200, "setup: {body}");
+}
+
+/// The one-time setup code a box logged in `log` (waits up to 10 s for it).
+pub fn setup_code(log: &Path) -> String {
     let mut code = None;
     wait_for(Duration::from_secs(10), || {
-        code = std::fs::read_to_string(&log)
+        code = std::fs::read_to_string(log)
             .ok()
             .and_then(|l| l.split("setup_code=").nth(1).map(|rest| rest.chars().take(9).collect::<String>()));
         code.is_some()
     });
-    let code = code.unwrap_or_else(|| panic!("no setup code in {}", log.display()));
-    let (status, body) =
-        http("POST", port, "/api/setup", Some(&format!(r#"{{"code": "{code}", "password": "{password}"}}"#)));
-    assert_eq!(status, 200, "setup: {body}");
+    code.unwrap_or_else(|| panic!("no setup code in {}", log.display()))
 }
 
 /// `GET path` as JSON (Null when the box does not answer).

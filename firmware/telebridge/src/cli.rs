@@ -113,15 +113,7 @@ fn encode(args: EncodeArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return bad_input(e),
     };
-    let valid = match config.validate() {
-        Ok(v) => v,
-        Err(errs) => {
-            for e in flags.name(&errs) {
-                eprintln!("error: {e}");
-            }
-            return ExitCode::from(2);
-        }
-    };
+    let Some(valid) = validate(&config, &flags) else { return ExitCode::from(2) };
     if valid.outputs.is_empty() {
         return bad_input(
             "no output: give --output srt://HOST:PORT or srt://:PORT?mode=listener (or outputs in --config)",
@@ -133,6 +125,20 @@ fn encode(args: EncodeArgs) -> ExitCode {
     run_async(telebridge_appliance::run_encoder(valid, options, shutdown_signal()), |summary| {
         print_summary(json, &summary)
     })
+}
+
+/// The configuration validated, or `None` after printing every problem, each naming the flag
+/// that set the field.
+fn validate(config: &Config, flags: &Flags) -> Option<telebridge_config::ValidConfig> {
+    match config.validate() {
+        Ok(v) => Some(v),
+        Err(errs) => {
+            for e in flags.name(&errs) {
+                eprintln!("error: {e}");
+            }
+            None
+        }
+    }
 }
 
 fn bridge(args: BridgeArgs) -> ExitCode {
@@ -149,15 +155,7 @@ fn bridge(args: BridgeArgs) -> ExitCode {
     flags.string(&mut config.decoder.sink, Some(&args.sink), "decoder.sink", "--sink");
     flags.string(&mut config.bridge.record, args.record.as_ref(), "bridge.record", "--record");
     flags.string(&mut config.name, args.name.as_ref(), "name", "--name");
-    let valid = match config.validate() {
-        Ok(v) => v,
-        Err(errs) => {
-            for e in flags.name(&errs) {
-                eprintln!("error: {e}");
-            }
-            return ExitCode::from(2);
-        }
-    };
+    let Some(valid) = validate(&config, &flags) else { return ExitCode::from(2) };
     let Some(link) = valid.bridge.link.clone() else { return bad_input("--link: give the connection's srt:// URL") };
     let json = args.encode.stats == Some(StatsFormat::Json);
     let on_sample: Option<telebridge_appliance::BridgeSampleCallback> =
