@@ -16,6 +16,7 @@ pub mod relay_role;
 pub mod sample;
 pub mod sd_notify;
 pub mod signal;
+pub mod slate;
 pub mod state;
 pub mod stats;
 

@@ -5,6 +5,7 @@
 //!
 //! This crate depends on serde only: no async runtime, no GStreamer.
 
+mod bridge;
 mod file;
 mod host;
 mod model;

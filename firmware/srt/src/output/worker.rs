@@ -1,265 +1,21 @@
-//! One SRT output on libsrt: a caller, a rendezvous, or a listener serving any number of callers.
-//!
-//! The encoder hands it TS buffers with [`SrtOutput::push`], which never blocks: each 1316-byte
-//! piece goes straight into every connection's libsrt send buffer (no queue, pipeline or copy
-//! of ours per connection). The output's own thread waits on all its sockets with one libsrt
-//! epoll: it accepts callers, notices the ones that leave, reads what a peer sends back, reads
-//! libsrt's statistics and publishes an [`OutputStatus`] on a `watch`; when the connection
-//! fails it retries with capped backoff without touching the encoder.
+//! The output's own thread, one attempt at a time: a listener serving its callers, or one
+//! caller or rendezvous connection; each reads what the peer sends back and publishes the
+//! status.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use telebridge_config::{SrtMode, SrtUrl};
-use tokio::sync::watch;
+use telebridge_config::SrtMode;
 use tracing::{info, warn};
 
+use super::{Conn, OutputState, Worker, LISTEN_BACKLOG};
 use crate::connect::{dial, peer_label};
 use crate::peer::{ack_timeout, Peer, PeerWatch};
-use crate::reject::{rejected_since, RejectLog};
-use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, Ready, SendError, SockState, Socket, SrtError};
-use crate::stats::LifeTotals;
-pub use crate::status::{OutputState, OutputStatus};
-use crate::supervisor::{Attempt, Control, Job, Supervisor};
-use crate::{Backoff, SrtStats};
-
-/// Why an output could not be created.
-#[derive(Debug, thiserror::Error)]
-pub enum OutputError {
-    /// Its thread could not be started.
-    #[error("cannot start the output's thread: {0}")]
-    Thread(String),
-}
-
-/// A running SRT output.
-#[derive(Debug)]
-pub struct SrtOutput {
-    name: String,
-    shared: Arc<Shared>,
-    status: watch::Receiver<OutputStatus>,
-    supervisor: Supervisor,
-}
-
-/// Room for callers whose handshakes reach a listener at the same moment (libsrt's backlog).
-/// GStreamer's `srtsink` listens with 1, which turned simultaneous callers away.
-pub const LISTEN_BACKLOG: i32 = 128;
-
-/// The most a TS buffer is cut into for one SRT message: seven 188-byte packets, what
-/// srt-live-transmit, ffmpeg and GStreamer send.
-pub const MESSAGE_BYTES: usize = 1316;
-
-/// A connection the fan-out sends to.
-#[derive(Debug)]
-struct Conn {
-    socket: Socket,
-    /// The peer's address, for a listener's per-caller figures.
-    addr: Option<String>,
-}
-
-/// What the encoder's thread and the output's own thread share: the connected sockets.
-#[derive(Debug, Default)]
-struct Shared {
-    conns: RwLock<Vec<Arc<Conn>>>,
-    dropped: AtomicU64,
-}
-
-impl Shared {
-    fn conns(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Conn>>> {
-        self.conns.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn add(&self, c: Arc<Conn>) {
-        self.conns.write().unwrap_or_else(|p| p.into_inner()).push(c);
-    }
-
-    fn remove(&self, id: i32) -> Option<Arc<Conn>> {
-        let mut g = self.conns.write().unwrap_or_else(|p| p.into_inner());
-        let i = g.iter().position(|c| c.socket.id() == id)?;
-        Some(g.remove(i))
-    }
-
-    fn clear(&self) {
-        self.conns.write().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-}
-
-/// Receives what a peer sends back on an output's connection (both directions on one socket).
-pub type Receiver = Arc<dyn Fn(&[u8]) + Send + Sync>;
-
-impl SrtOutput {
-    /// Starts an output. `on_peer_joined` is called when a peer connects, to ask the encoder
-    /// for a keyframe.
-    pub fn start(name: String, url: SrtUrl, on_peer_joined: Arc<dyn Fn() + Send + Sync>) -> Result<Self, OutputError> {
-        Self::start_duplex(name, url, on_peer_joined, None)
-    }
-
-    /// Starts an output whose connections also carry the peer's stream back: each message the
-    /// peer sends goes to `on_receive` (from the output's thread).
-    pub fn start_duplex(
-        name: String,
-        url: SrtUrl,
-        on_peer_joined: Arc<dyn Fn() + Send + Sync>,
-        on_receive: Option<Receiver>,
-    ) -> Result<Self, OutputError> {
-        Self::start_route(name, url, Vec::new(), on_peer_joined, on_receive)
-    }
-
-    /// As [`SrtOutput::start_duplex`], with rendezvous ways to the same peer after the first:
-    /// when the first way does not connect (a caller that gets no answer, a listener no caller
-    /// reached before the next slot), a rendezvous way is tried at the next slot of the clock
-    /// (see [`crate::ways`]), then the first again; a way that connected is kept when its
-    /// connection is lost.
-    pub fn start_route(
-        name: String,
-        url: SrtUrl,
-        then: Vec<SrtUrl>,
-        on_peer_joined: Arc<dyn Fn() + Send + Sync>,
-        on_receive: Option<Receiver>,
-    ) -> Result<Self, OutputError> {
-        let state = if url.mode == SrtMode::Listener { OutputState::Listening } else { OutputState::Connecting };
-        let initial = OutputStatus::new("srt", name.clone(), url.to_string(), state);
-        let (status_tx, status_rx) = watch::channel(initial);
-        let shared = Arc::new(Shared::default());
-        let mut ways = vec![url.clone()];
-        ways.extend(then);
-        let worker = Worker {
-            url,
-            ways,
-            way: 0,
-            connected: false,
-            wait: Duration::ZERO,
-            status: status_tx,
-            on_peer_joined,
-            on_receive,
-            shared: shared.clone(),
-            totals: LifeTotals::default(),
-            reject_log: RejectLog::default(),
-        };
-        let supervisor = Supervisor::spawn(format!("srt-out-{name}"), Backoff::default(), worker)
-            .map_err(|e| OutputError::Thread(e.to_string()))?;
-        Ok(Self { name, shared, status: status_rx, supervisor })
-    }
-
-    /// Hands the output one TS buffer: each 1316-byte piece goes straight into every
-    /// connection's libsrt send buffer. Never blocks; counted in `queue_dropped` when a
-    /// connection's send buffer is full (the link cannot keep up).
-    pub fn push(&self, buffer: &gst::Buffer) {
-        let Ok(map) = buffer.map_readable() else { return };
-        self.send(map.as_slice());
-    }
-
-    /// As [`SrtOutput::push`], for bytes.
-    pub fn send(&self, data: &[u8]) {
-        let conns = self.shared.conns();
-        for conn in conns.iter() {
-            for piece in data.chunks(MESSAGE_BYTES) {
-                if let Err(e) = conn.socket.send(piece) {
-                    if e == SendError::Full {
-                        self.shared.dropped.fetch_add(1, Ordering::Relaxed);
-                    }
-                    // Anything else: the connection broke; the output's thread sees it.
-                    break;
-                }
-            }
-        }
-    }
-
-    /// libsrt's counters of each connection now, read on demand: for a control loop that needs
-    /// a finer step than the status (which is refreshed every 200 ms). `(peer address, stats)`.
-    pub fn stats_now(&self) -> Vec<(Option<String>, SrtStats)> {
-        self.shared
-            .conns()
-            .iter()
-            .filter_map(|c| c.socket.stats().map(|p| (c.addr.clone(), SrtStats::from_perf(&p))))
-            .collect()
-    }
-
-    /// The output's status, updated a few times a second.
-    pub fn status(&self) -> watch::Receiver<OutputStatus> {
-        self.status.clone()
-    }
-
-    /// The output's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Closes the connections and ends the thread.
-    pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        self.supervisor.stop();
-    }
-}
-
-struct Worker {
-    /// The way being tried.
-    url: SrtUrl,
-    /// Every way to the peer (the first is `url` at start).
-    ways: Vec<SrtUrl>,
-    /// Which of `ways` is being tried.
-    way: usize,
-    /// Whether the current attempt connected.
-    connected: bool,
-    /// How long to wait before the next attempt (for a rendezvous slot).
-    wait: Duration,
-    status: watch::Sender<OutputStatus>,
-    on_peer_joined: Arc<dyn Fn() + Send + Sync>,
-    on_receive: Option<Receiver>,
-    shared: Arc<Shared>,
-    /// Counters over every connection so far (callers that left, earlier attempts).
-    totals: LifeTotals,
-    reject_log: RejectLog,
-}
-
-impl Job for Worker {
-    fn attempt(&mut self, control: &Control, attempts: &mut u32) -> Attempt {
-        if !self.wait.is_zero() && control.stop_within(std::mem::take(&mut self.wait)) {
-            return Attempt::Stopped;
-        }
-        self.connected = false;
-        self.url = self.ways[self.way].clone();
-        self.status.send_modify(|s| s.url = self.url.to_string());
-        let ended = match self.url.mode {
-            SrtMode::Listener => self.listen(control, attempts),
-            SrtMode::Caller | SrtMode::Rendezvous => self.call(control, attempts),
-        };
-        // Whatever ended the attempt, nothing is sent to its sockets any more.
-        self.shared.clear();
-        let next = crate::ways::next(self.way, self.ways.len(), self.connected, unix_ms());
-        if next.way != self.way && ended.is_some() {
-            info!(output = %self.url.label(), next = %self.ways[next.way].label(), in_ms = next.wait.as_millis() as u64, "no connection this way: trying the next");
-        }
-        self.way = next.way;
-        self.wait = next.wait;
-        match ended {
-            None => Attempt::Stopped,
-            Some(reason) => Attempt::Failed(reason),
-        }
-    }
-
-    fn retrying(&mut self, reason: String, attempts: u32, delay: Duration) {
-        warn!(output = %self.url.label(), %reason, retry_in_ms = delay.as_millis() as u64, attempt = attempts, "SRT output retrying");
-        self.status.send_modify(|s| {
-            s.state = OutputState::Retrying;
-            s.reason = Some(reason);
-            s.reconnects = attempts;
-            s.callers = 0;
-            s.per_caller.clear();
-        });
-    }
-
-    fn stopped(&mut self) {
-        self.shared.clear();
-        self.status.send_modify(|s| {
-            s.state = OutputState::Stopped;
-            s.callers = 0;
-        });
-    }
-}
+use crate::reject::rejected_since;
+use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, Ready, SockState, Socket, SrtError};
+use crate::supervisor::Control;
+use crate::SrtStats;
 
 /// How often the status is refreshed and the peer checked.
 const TICK: Duration = Duration::from_millis(200);
@@ -268,7 +24,7 @@ const TICK: Duration = Duration::from_millis(200);
 const WAIT: Duration = TICK;
 /// How often a listener that only sends looks for new callers.
 const POLL: Duration = Duration::from_millis(20);
-fn unix_ms() -> u64 {
+pub(super) fn unix_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
@@ -291,7 +47,7 @@ fn stop_or_wait(control: &Control, epoll: Option<&Epoll>, idle: Duration, ready:
 impl Worker {
     /// A listener: any number of callers, each added to the fan-out when its handshake
     /// completes. `None` when stopped, else why it ended.
-    fn listen(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
+    pub(super) fn listen(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
         let started = Instant::now();
         // With rendezvous ways after it, a listener that no caller reached gives the port up
         // for the next rendezvous slot.
@@ -405,7 +161,7 @@ impl Worker {
     }
 
     /// A caller or a rendezvous: one connection. `None` when stopped, else why it ended.
-    fn call(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
+    pub(super) fn call(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
         let started = Instant::now();
         self.status.send_modify(|s| s.state = OutputState::Connecting);
         let conn = match dial(&self.url, control, self.on_receive.is_none()) {
