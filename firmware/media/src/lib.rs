@@ -25,7 +25,9 @@ pub fn init() -> Result<(), MediaError> {
     gst::init().map_err(|e| MediaError::Gst(e.to_string()))
 }
 
-/// Whether GStreamer has an element factory of this name.
+/// Whether GStreamer has an element factory of this name (initialising GStreamer first: the
+/// question is asked before any pipeline exists, e.g. when a connected monitor makes the setup
+/// screen pick `kmssink`).
 pub fn has_element(name: &str) -> bool {
-    gst::ElementFactory::find(name).is_some()
+    init().is_ok() && gst::ElementFactory::find(name).is_some()
 }

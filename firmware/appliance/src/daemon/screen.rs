@@ -55,8 +55,8 @@ impl Screen {
         match (want, self.display.as_ref()) {
             (Some(text), Some(d)) => d.set_slate_text(&text),
             (Some(text), None) if !self.failed => {
-                let kind = telebridge_media::display::SinkKind::from_config(&config.decoder_sink);
                 let started = telebridge_media::init().map_err(|e| e.to_string()).and_then(|()| {
+                    let kind = telebridge_media::display::SinkKind::from_config(&config.decoder_sink);
                     telebridge_media::display::Display::start(kind, (1280, 720), text).map_err(|e| e.to_string())
                 });
                 match started {
