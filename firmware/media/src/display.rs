@@ -53,13 +53,7 @@ impl SinkKind {
     }
 
     fn auto() -> Self {
-        let connected = std::fs::read_dir("/sys/class/drm")
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .any(|e| std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| s.trim() == "connected"))
-            })
-            .unwrap_or(false);
-        if connected && crate::has_element("kmssink") {
+        if connected_card(&drm_connectors()).is_some() && crate::has_element("kmssink") {
             Self::Kms { connector: None }
         } else if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some() {
             Self::Window
@@ -127,6 +121,12 @@ impl Display {
                     })?;
                     if let Some(c) = connector {
                         s.set_property("connector-id", *c as i32);
+                    }
+                    // kmssink knows the drivers of a list of boards; name the one whose card has
+                    // the monitor (virtio_gpu in qemu is not on its list; a Pi 4's vc4 is card1).
+                    if let Some(driver) = connected_card(&drm_connectors()).and_then(|card| card_driver(&card)) {
+                        info!(driver = %driver, "HDMI output through KMS");
+                        s.set_property("driver-name", driver);
                     }
                     s
                 } else {
@@ -389,6 +389,33 @@ pub fn render_slate(text: &str, size: (u32, u32)) -> gst::Sample {
     }
 }
 
+/// The connectors under `/sys/class/drm` (`card1-HDMI-A-1`) with their status (`connected`).
+fn drm_connectors() -> Vec<(String, String)> {
+    let Ok(dir) = std::fs::read_dir("/sys/class/drm") else { return Vec::new() };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| {
+            let status = std::fs::read_to_string(e.path().join("status")).ok()?;
+            Some((e.file_name().to_string_lossy().into_owned(), status.trim().to_string()))
+        })
+        .collect()
+}
+
+/// The card (`card1`) of the first connected connector, in name order.
+fn connected_card(connectors: &[(String, String)]) -> Option<String> {
+    let mut connected: Vec<&str> =
+        connectors.iter().filter(|(_, status)| status == "connected").map(|(name, _)| name.as_str()).collect();
+    connected.sort_unstable();
+    let name = connected.first()?;
+    let card = name.split('-').next()?;
+    (card.starts_with("card") && card.len() > 4).then(|| card.to_string())
+}
+
+/// The kernel driver of a DRM card (`vc4`, `virtio_gpu`), as kmssink's `driver-name` wants it.
+fn card_driver(card: &str) -> Option<String> {
+    let link = std::fs::read_link(format!("/sys/class/drm/{card}/device/driver")).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,5 +426,24 @@ mod tests {
         assert_eq!(SinkKind::from_config(&DecoderSink::Fake), SinkKind::Fake);
         assert_eq!(SinkKind::from_config(&DecoderSink::File("/tmp/x.mkv".into())), SinkKind::File("/tmp/x.mkv".into()));
         assert_eq!(SinkKind::from_config(&DecoderSink::Kms), SinkKind::Kms { connector: None });
+    }
+
+    fn entries(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(n, s)| (n.to_string(), s.to_string())).collect()
+    }
+
+    #[test]
+    fn the_card_with_the_monitor_is_chosen() {
+        // A Pi 4: card0 is v3d (no connectors), card1 is vc4 with two HDMI ports.
+        let pi4 = entries(&[("card1-HDMI-A-1", "disconnected"), ("card1-HDMI-A-2", "connected")]);
+        assert_eq!(connected_card(&pi4).as_deref(), Some("card1"));
+        // qemu's virtio-gpu.
+        assert_eq!(connected_card(&entries(&[("card0-Virtual-1", "connected")])).as_deref(), Some("card0"));
+        // Two monitors: the lower card number.
+        let two = entries(&[("card2-DP-1", "connected"), ("card1-HDMI-A-1", "connected")]);
+        assert_eq!(connected_card(&two).as_deref(), Some("card1"));
+        // Nothing plugged in, or nothing there.
+        assert_eq!(connected_card(&entries(&[("card1-HDMI-A-1", "disconnected")])), None);
+        assert_eq!(connected_card(&[]), None);
     }
 }

@@ -73,6 +73,15 @@ pub fn run(req: RunRequest) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // GStreamer reads its plugin registry before the main loop turns (and before systemd is told
+    // the daemon is ready): on a first boot it scans every plugin, seconds on a small board,
+    // which the watchdog must not take for a hung main loop.
+    let started = std::time::Instant::now();
+    if let Err(e) = telebridge_media::init() {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
+    info!(ms = started.elapsed().as_millis() as u64, "GStreamer ready");
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(r) => r,
         Err(e) => {
