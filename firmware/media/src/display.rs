@@ -93,6 +93,8 @@ pub struct Display {
     stop: Arc<AtomicBool>,
     watchdog: Option<JoinHandle<()>>,
     kind: SinkKind,
+    /// The DRM card kmssink draws on, opened here (kmssink's `fd`); kept open while it runs.
+    _card: Option<std::fs::File>,
 }
 
 impl std::fmt::Debug for Display {
@@ -108,6 +110,7 @@ impl Display {
         let pipeline = gst::Pipeline::with_name("display");
         let appsrc = live_frame_source("frames");
         let mut chain: Vec<gst::Element> = vec![appsrc.clone().upcast()];
+        let mut card = None;
         match &kind {
             SinkKind::Fake => chain
                 .push(gst::ElementFactory::make("fakesink").property("sync", false).property("async", false).build()?),
@@ -122,11 +125,21 @@ impl Display {
                     if let Some(c) = connector {
                         s.set_property("connector-id", *c as i32);
                     }
-                    // kmssink knows the drivers of a list of boards; name the one whose card has
-                    // the monitor (virtio_gpu in qemu is not on its list; a Pi 4's vc4 is card1).
-                    if let Some(driver) = connected_card(&drm_connectors()).and_then(|card| card_driver(&card)) {
-                        info!(driver = %driver, "HDMI output through KMS");
-                        s.set_property("driver-name", driver);
+                    // kmssink looks for the drivers of a list of boards; hand it the card with the
+                    // monitor instead (virtio_gpu in qemu is not on its list; a Pi 4 has two cards).
+                    if let Some(name) = connected_card(&drm_connectors()) {
+                        let path = format!("/dev/dri/{name}");
+                        match std::fs::OpenOptions::new().read(true).write(true).open(&path) {
+                            Ok(f) => {
+                                use std::os::fd::AsRawFd;
+                                info!(card = %path, "HDMI output through KMS");
+                                s.set_property("fd", f.as_raw_fd());
+                                card = Some(f);
+                            }
+                            Err(e) => {
+                                warn!(card = %path, error = %e, "cannot open the display card; kmssink looks for one")
+                            }
+                        }
                     }
                     s
                 } else {
@@ -219,6 +232,7 @@ impl Display {
             stop,
             watchdog: Some(watchdog),
             kind,
+            _card: card,
         })
     }
 
@@ -408,12 +422,6 @@ fn connected_card(connectors: &[(String, String)]) -> Option<String> {
     let name = connected.first()?;
     let card = name.split('-').next()?;
     (card.starts_with("card") && card.len() > 4).then(|| card.to_string())
-}
-
-/// The kernel driver of a DRM card (`vc4`, `virtio_gpu`), as kmssink's `driver-name` wants it.
-fn card_driver(card: &str) -> Option<String> {
-    let link = std::fs::read_link(format!("/sys/class/drm/{card}/device/driver")).ok()?;
-    Some(link.file_name()?.to_string_lossy().into_owned())
 }
 
 #[cfg(test)]
