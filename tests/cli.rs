@@ -125,3 +125,34 @@ fn config_default_is_a_valid_file() {
     assert_eq!(code, 0, "{err}");
     assert!(out.ends_with(": ok\n"));
 }
+
+#[test]
+fn config_apply_changes_only_what_the_file_names_and_nothing_when_it_is_wrong() {
+    let dir = scratch("config-apply");
+    let target = dir.join("telebridge.toml");
+    let left = dir.join("boot-telebridge.toml");
+    let s = |p: &std::path::Path| p.to_str().expect("utf8").to_string();
+    std::fs::write(&target, "name = \"studio\"\n[video]\nbitrate_kbps = 6000\n").expect("write");
+    std::fs::write(&left, "role = \"decoder\"\n[decoder]\nsink = \"fake\"\n").expect("write");
+    let (code, out, err) = run(&["config", "apply", &s(&left), "--to", &s(&target)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("took the settings"), "{out}");
+    let now = std::fs::read_to_string(&target).expect("read");
+    assert!(
+        now.contains("role = \"decoder\"") && now.contains("name = \"studio\"") && now.contains("bitrate_kbps = 6000")
+    );
+    let (code, _, err) = run(&["config", "check", &s(&target)]);
+    assert_eq!(code, 0, "{err}");
+
+    // A wrong value: every problem named, the file untouched.
+    std::fs::write(&left, "[video]\nfps = 500\nwidth = \"wide\"\n").expect("write");
+    let (code, _, err) = run(&["config", "apply", &s(&left), "--to", &s(&target)]);
+    assert_eq!(code, 2);
+    assert!(err.contains("video.width: invalid type"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), now);
+    std::fs::write(&left, "[video]\nfps = 500\n").expect("write");
+    let (code, _, err) = run(&["config", "apply", &s(&left), "--to", &s(&target)]);
+    assert_eq!(code, 2);
+    assert!(err.contains("video.fps: 500 is out of range 9-60"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), now);
+}

@@ -10,6 +10,7 @@ mod file;
 mod host;
 mod model;
 mod output_url;
+mod overlay;
 mod secret;
 mod source;
 mod srt_url;
@@ -21,6 +22,7 @@ pub use model::{
     AudioConfig, BridgeConfig, Config, DecoderConfig, GpioConfig, OutputConfig, VideoConfig, WebConfig, HIDDEN,
 };
 pub use output_url::{FileSpec, OutputUrlError, RtmpUrl};
+pub use overlay::overlay;
 pub use secret::Secret;
 pub use source::{AudioCodec, AudioOut, AudioSource, DecoderSink, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};

@@ -56,6 +56,15 @@ pub(crate) enum ConfigCommand {
     },
     /// Print the default configuration as a commented TOML file.
     Default,
+    /// Lay the settings of FILE over the box's (those FILE names change, the rest stay), check
+    /// the result and save it atomically; nothing is written when a setting is wrong.
+    Apply {
+        /// The settings to take (e.g. telebridge.toml on the boot partition).
+        file: PathBuf,
+        /// The box's configuration file.
+        #[arg(long, default_value = telebridge_config::DEFAULT_PATH)]
+        to: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -20,6 +20,7 @@ pub fn run(cli: Cli) -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Config(ConfigCommand::Check { file }) => config_check(&file),
+        Command::Config(ConfigCommand::Apply { file, to }) => config_apply(&file, &to),
         Command::Encoders { config } => encoders(config),
         Command::Encode(args) => encode(*args),
         Command::Decode(args) => decode(args),
@@ -51,6 +52,40 @@ fn config_check(file: &std::path::Path) -> ExitCode {
             }
             ExitCode::from(2)
         }
+    }
+}
+
+fn config_apply(file: &std::path::Path, to: &std::path::Path) -> ExitCode {
+    let overlay = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => return bad_input(format!("cannot read {}: {e}", file.display())),
+    };
+    let base = match std::fs::read_to_string(to) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return bad_input(format!("cannot read {}: {e}", to.display())),
+    };
+    let merged = match telebridge_config::overlay(&base, &overlay) {
+        Ok(c) => c,
+        Err(errs) => {
+            for e in &errs {
+                eprintln!("{}: {e}", file.display());
+            }
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(errs) = merged.clone().validate() {
+        for e in &errs.0 {
+            eprintln!("{}: {e}", file.display());
+        }
+        return ExitCode::from(2);
+    }
+    match telebridge_config::save_atomic(to, &merged) {
+        Ok(()) => {
+            println!("{}: took the settings of {}", to.display(), file.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => bad_input(format!("cannot write {}: {e}", to.display())),
     }
 }
 
