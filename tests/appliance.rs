@@ -255,17 +255,36 @@ fn systemd_hears_ready_and_a_watchdog_that_stops_while_the_loop_is_stuck() {
 }
 
 #[test]
-fn the_unit_file_passes_systemd_analyze_verify() {
+fn the_unit_files_pass_systemd_analyze_verify() {
     let dir = scratch("appliance-unit");
-    let unit =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../packaging/telebridge.service")).unwrap();
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let unit = std::fs::read_to_string(format!("{repo}/packaging/telebridge.service")).unwrap();
     assert!(unit.contains("Type=notify") && unit.contains("WatchdogSec=") && unit.contains("Restart=on-failure"));
-    // The unit names the installed path; point it at the binary under test so verify can check it.
-    let path = dir.join("telebridge.service");
-    std::fs::write(&path, unit.replace("/usr/bin/telebridge", env!("CARGO_BIN_EXE_telebridge"))).unwrap();
+    // The package's units and the image's; the installed paths point at the files under test so
+    // verify can check them.
+    let units = [
+        "packaging/telebridge.service",
+        "packaging/telebridge-helper.path",
+        "packaging/telebridge-helper.service",
+        "image/rootfs/usr/lib/systemd/system/telebridge-boot.service",
+        "image/rootfs/usr/lib/systemd/system/telebridge-boot-ok.service",
+        "image/rootfs/usr/lib/systemd/system/telebridge-console.service",
+        "image/rootfs/usr/lib/systemd/system/telebridge-console.path",
+    ];
+    let mut paths = Vec::new();
+    for u in units {
+        let text = std::fs::read_to_string(format!("{repo}/{u}"))
+            .unwrap()
+            .replace("/usr/bin/telebridge", env!("CARGO_BIN_EXE_telebridge"))
+            .replace("/usr/lib/telebridge/helper", &format!("{repo}/packaging/lib/helper"))
+            .replace("/usr/lib/telebridge/", &format!("{repo}/image/rootfs/usr/lib/telebridge/"));
+        let path = dir.join(u.rsplit('/').next().unwrap());
+        std::fs::write(&path, text).unwrap();
+        paths.push(path);
+    }
     let out = Command::new("systemd-analyze")
         .arg("verify")
-        .arg(&path)
+        .args(&paths)
         .output()
         .expect("systemd-analyze (apt-get install systemd)");
     let stderr = String::from_utf8_lossy(&out.stderr);

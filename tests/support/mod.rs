@@ -281,6 +281,11 @@ pub fn http(method: &str, port: u16, path: &str, body: Option<&str>) -> (u16, St
     (status, body.to_string())
 }
 
+/// The session cookie [`http`] keeps for the box on `port` (after [`first_login`]).
+pub fn session_cookie(port: u16) -> Option<String> {
+    SESSIONS.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(p, _)| *p == port).map(|(_, c)| c.clone())
+}
+
 /// First start: reads the setup code from the box's log (`DIR/NAME.stderr`) and sets the
 /// password; the session cookie is kept for [`http`].
 pub fn first_login(port: u16, dir: &Path, name: &str, password: &str) {

@@ -21,6 +21,7 @@ pub mod pairing;
 mod panel;
 pub mod reach;
 mod sim;
+mod update;
 
 use std::sync::Arc;
 
@@ -145,7 +146,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/preview.jpg", get(live::preview))
         .route("/api/preview-received.jpg", get(live::preview_received))
         .route("/api/password", post(account::change_password))
-        .route("/api/reboot", post(live::reboot))
+        .route("/api/reboot", post(update::reboot))
+        .route("/api/update", get(update::status).post(update::upload))
         .route("/api/pairing", get(pairing::get_pairing).delete(pairing::unpair))
         .route("/api/pairing/open", post(pairing::open))
         .route("/api/pairing/join", post(pairing::join))

@@ -12,12 +12,11 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 use telebridge_appliance::DaemonCommand;
-use tracing::warn;
 
 use telebridge_appliance::state::State as BoxState;
 
 use crate::body::json_body;
-use crate::error::{error, ApiError};
+use crate::error::error;
 use crate::middleware::session_token;
 use crate::{metrics, AppState};
 
@@ -136,24 +135,6 @@ pub(crate) struct LogsQuery {
 pub(crate) async fn logs(Query(q): Query<LogsQuery>) -> Response {
     Json(json!({ "lines": telebridge_appliance::logs::tail(q.lines.unwrap_or(100).min(telebridge_appliance::logs::LINES)) }))
         .into_response()
-}
-
-/// Reboots the box (`systemctl reboot`); refused under `--sim`, where there is no box.
-pub(crate) async fn reboot(State(s): State<AppState>) -> Response {
-    if s.daemon.sim().is_some() {
-        return error(StatusCode::CONFLICT, "simulation: there is no box to reboot");
-    }
-    warn!("reboot requested from the panel");
-    let status = tokio::task::spawn_blocking(|| std::process::Command::new("systemctl").arg("reboot").status()).await;
-    match status.map_err(std::io::Error::other).and_then(|r| r) {
-        Ok(st) if st.success() => (StatusCode::ACCEPTED, Json(json!({ "rebooting": true }))).into_response(),
-        Ok(st) => {
-            ApiError::Internal { what: "cannot reboot", detail: format!("systemctl reboot: {st}") }.into_response()
-        }
-        Err(e) => {
-            ApiError::Internal { what: "cannot reboot", detail: format!("systemctl reboot: {e}") }.into_response()
-        }
-    }
 }
 
 /// Prometheus: a session or the read-only bearer token of `web.metrics_token`.

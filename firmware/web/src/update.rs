@@ -1,0 +1,171 @@
+//! Updates and reboots. Both need root and the daemon runs as the `telebridge` user, so it only
+//! asks: it writes a request into its runtime directory (`/run/telebridge`, systemd's
+//! `RuntimeDirectory=`), and a root helper that watches it (`telebridge-helper.path`) acts. An
+//! update is a signed RAUC bundle uploaded through the panel: streamed to the state directory
+//! (`/var/lib/telebridge`, the data partition), then the helper runs `rauc install`, which checks
+//! the signature against the image's keyring and writes the root slot that is not running, and
+//! reboots into it; a slot whose daemon is not ready within minutes sends the box back to the
+//! one before (docs/image.md). The helper says how it went in `update-status` (state, message).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+use tracing::{info, warn};
+
+use crate::error::error;
+use crate::AppState;
+
+/// The largest bundle taken (a root file system, compressed).
+pub(crate) const BUNDLE_LIMIT: u64 = 2 << 30;
+/// How long a bundle may take to arrive (a slow Wi-Fi link).
+const UPLOAD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The bundle's name in the state directory.
+const BUNDLE: &str = "update.raucb";
+
+/// Where requests go and the helper's answers come from: systemd's runtime directory.
+fn requests_dir() -> Option<PathBuf> {
+    std::env::var_os("RUNTIME_DIRECTORY").map(PathBuf::from).filter(|p| p.is_dir())
+}
+
+fn no_helper(what: &str) -> Response {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "{what} is done by the box's helper (telebridge-helper.path), which runs where systemd starts the daemon"
+        ),
+    )
+}
+
+/// Writes a request for the helper, atomically (it acts on the file's appearance).
+fn request(dir: &Path, name: &str, body: &str) -> std::io::Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, body)?;
+    std::fs::rename(tmp, dir.join(name))
+}
+
+/// Reboots the box through the helper; refused under `--sim`, where there is no box.
+pub(crate) async fn reboot(State(s): State<AppState>) -> Response {
+    if s.daemon.sim().is_some() {
+        return error(StatusCode::CONFLICT, "simulation: there is no box to reboot");
+    }
+    let Some(dir) = requests_dir() else { return no_helper("rebooting") };
+    warn!("reboot requested from the panel");
+    match request(&dir, "reboot-request", "reboot\n") {
+        Ok(()) => (StatusCode::ACCEPTED, Json(json!({ "rebooting": true }))).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot ask for a reboot: {e}")),
+    }
+}
+
+/// What the helper said of the last update.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub(crate) struct UpdateStatus {
+    /// idle | installing | installed | failed
+    state: String,
+    /// In words: what is being done, or why it failed.
+    message: String,
+}
+
+/// Reads the helper's `update-status` (first line the state, the rest the message).
+fn read_status(text: Option<&str>) -> UpdateStatus {
+    let Some(text) = text else { return UpdateStatus { state: "idle".into(), message: String::new() } };
+    let (state, message) = text.split_once('\n').unwrap_or((text, ""));
+    let state = match state.trim() {
+        s @ ("installing" | "installed" | "failed") => s.to_string(),
+        other => return UpdateStatus { state: "failed".into(), message: format!("unreadable helper status: {other}") },
+    };
+    UpdateStatus { state, message: message.trim().to_string() }
+}
+
+/// `GET /api/update`: the last update's state.
+pub(crate) async fn status() -> Response {
+    let text = requests_dir().and_then(|d| std::fs::read_to_string(d.join("update-status")).ok());
+    Json(read_status(text.as_deref())).into_response()
+}
+
+/// `POST /api/update`: the bundle as the body (`application/octet-stream`), at most 2 GiB.
+/// Under `--sim` too: whether anything installs it is the helper's to say.
+pub(crate) async fn upload(req: Request) -> Response {
+    let Some(dir) = requests_dir() else { return no_helper("updating") };
+    let Some(state_dir) = std::env::var_os("STATE_DIRECTORY").map(PathBuf::from) else {
+        return no_helper("updating");
+    };
+    if read_status(std::fs::read_to_string(dir.join("update-status")).ok().as_deref()).state == "installing" {
+        return error(StatusCode::CONFLICT, "an update is being installed: wait for it");
+    }
+    let path = state_dir.join(BUNDLE);
+    let written = tokio::time::timeout(UPLOAD_TIMEOUT, save_body(req, &path)).await;
+    let size = match written {
+        Ok(Ok(n)) => n,
+        Ok(Err(r)) => {
+            let _ = tokio::fs::remove_file(&path).await;
+            return r;
+        }
+        Err(_) => {
+            let _ = tokio::fs::remove_file(&path).await;
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the bundle did not arrive within {} minutes", UPLOAD_TIMEOUT.as_secs() / 60),
+            );
+        }
+    };
+    info!(bytes = size, "update bundle received; asking the helper to install it");
+    let status = format!("installing\nchecking the bundle's signature ({size} bytes)\n");
+    if let Err(e) = std::fs::write(dir.join("update-status"), status)
+        .and_then(|()| request(&dir, "update-request", &format!("{}\n", path.display())))
+    {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot ask for the update: {e}"));
+    }
+    (StatusCode::ACCEPTED, Json(json!({ "state": "installing", "bytes": size }))).into_response()
+}
+
+/// Streams the body to `path`, at most [`BUNDLE_LIMIT`] bytes, synced before it is handed on.
+async fn save_body(req: Request, path: &Path) -> Result<u64, Response> {
+    let io = |e: std::io::Error| error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot store the bundle: {e}"));
+    let mut file = tokio::fs::File::create(path).await.map_err(io)?;
+    let mut stream = req.into_body().into_data_stream();
+    let mut size: u64 = 0;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| error(StatusCode::BAD_REQUEST, format!("the upload broke off: {e}")))?;
+        size += chunk.len() as u64;
+        if size > BUNDLE_LIMIT {
+            return Err(error(StatusCode::PAYLOAD_TOO_LARGE, format!("a bundle is at most {BUNDLE_LIMIT} bytes")));
+        }
+        file.write_all(&chunk).await.map_err(io)?;
+    }
+    if size == 0 {
+        return Err(error(StatusCode::UNPROCESSABLE_ENTITY, "the body is empty: send the .raucb file as the body"));
+    }
+    file.sync_all().await.map_err(io)?;
+    Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_helpers_words_are_read_and_nothing_else_is_believed() {
+        assert_eq!(read_status(None).state, "idle");
+        let s = read_status(Some("installing\nchecking the bundle's signature (12 bytes)\n"));
+        assert_eq!(
+            (s.state.as_str(), s.message.as_str()),
+            ("installing", "checking the bundle's signature (12 bytes)")
+        );
+        let s = read_status(Some("failed\nrauc: signature verification failed\n"));
+        assert_eq!(s.state, "failed");
+        assert!(s.message.contains("signature"));
+        assert_eq!(read_status(Some("installed")).message, "");
+        let s = read_status(Some("exploded\nwhatever"));
+        assert_eq!(s.state, "failed");
+        assert!(s.message.contains("exploded"), "{}", s.message);
+    }
+}
