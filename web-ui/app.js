@@ -119,6 +119,38 @@ $('#restore-form').addEventListener('submit', async (e) => {
   $('[data-field=restore]').textContent = r.status === 200 ? '' : errs || `not restored (${r.status})`;
 });
 
+$('#update-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const file = new FormData(e.target).get('file');
+  if (!confirm(`Install ${file.name}? The box restarts when it is written.`)) return;
+  const state = $('#update-state');
+  $('[data-field=update]').textContent = '';
+  state.hidden = false;
+  state.textContent = `Sending ${Math.round(file.size / 1048576)} MB…`;
+  const r = await fetch('/api/update', {
+    method: 'POST', body: file, credentials: 'same-origin',
+    headers: { 'x-telebridge-csrf': '1', 'content-type': 'application/octet-stream' },
+  }).catch(() => null);
+  const d = r ? await r.json().catch(() => ({})) : {};
+  if (!r || r.status !== 202) {
+    state.hidden = true;
+    $('[data-field=update]').textContent = d.error || `not sent (${r ? r.status : 'no answer'})`;
+    return;
+  }
+  // Follow the helper until it has written the other system (the box then restarts).
+  for (;;) {
+    await new Promise((ok) => setTimeout(ok, 2000));
+    const s = await api('GET', '/api/update').catch(() => null);
+    if (!s || !s.data) { state.textContent = 'Restarting into the new system…'; return; }
+    state.textContent = `${s.data.state}: ${s.data.message}`;
+    if (s.data.state === 'failed') {
+      state.hidden = true;
+      $('[data-field=update]').textContent = `Not installed: ${s.data.message}`;
+      return;
+    }
+  }
+});
+
 $('#logs-refresh').addEventListener('click', async () => {
   const r = await api('GET', '/api/logs?lines=100');
   $('#logs').textContent = r.data ? r.data.lines.join('\n') : '';
