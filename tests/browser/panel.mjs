@@ -1,6 +1,7 @@
 // The panel in a real browser (Debian's Chromium through playwright-core): first-run setup with
 // the setup code, log in, change the bitrate and save, see a validation message next to its
-// field, go live, watch the link graph gain points; on a desktop and on a 375 px phone.
+// field, go live, watch the link graph gain points, send an update bundle and read the helper's
+// answer; on a desktop and on a 375 px phone.
 // Screenshots go to $ARTIFACTS (default target/browser-artifacts).
 //
 //   TELEBRIDGE=target/debug/telebridge node tests/browser/panel.mjs
@@ -27,9 +28,9 @@ const freePort = () => new Promise((res) => {
   const s = createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
 });
 
-function run(cmd, args, name) {
+function run(cmd, args, name, env = {}) {
   const out = join(dir, `${name}.log`);
-  const c = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const c = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
   c.stdout.on('data', (d) => { log += d; });
   c.stderr.on('data', (d) => { log += d; writeFileSync(out, log); });
@@ -52,7 +53,13 @@ const config = join(dir, 'telebridge.toml');
 writeFileSync(config, `[video]\nwidth = 640\nheight = 360\nbitrate_kbps = 1500\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n[[outputs]]\nurl = "srt://127.0.0.1:${srtPort}"\nname = "studio"\n`);
 // The studio: srt-live-transmit listening, the stream thrown away.
 children.push(spawn('srt-live-transmit', ['-q', `srt://:${srtPort}?mode=listener`, 'file://con'], { stdio: 'ignore' }));
-const box = run(bin, ['run', '--sim', '--http', `127.0.0.1:${httpPort}`, '--config', config], 'box');
+// systemd's directories for the root helper's requests and the uploaded bundle.
+const runDir = join(dir, 'run');
+const stateDir = join(dir, 'state');
+mkdirSync(runDir);
+mkdirSync(stateDir);
+const box = run(bin, ['run', '--sim', '--http', `127.0.0.1:${httpPort}`, '--config', config], 'box',
+  { RUNTIME_DIRECTORY: runDir, STATE_DIRECTORY: stateDir });
 const base = `http://127.0.0.1:${httpPort}`;
 await waitFor('the box answers', async () => (await fetch(`${base}/healthz`)).ok);
 await waitFor('the setup code file', () => existsSync(join(dir, 'setup.txt')));
@@ -142,6 +149,21 @@ try {
     const logText = await page.textContent('#logs');
     check(logText.includes('to=Live') && !logText.includes('panel password'), `${label}: the log tail shows state changes and no password`);
     await shot('7-system');
+    if (label === 'desktop') {
+      // Update: the file goes to the state directory, the helper is asked, its answer is shown.
+      const bundle = Buffer.from(Array.from({ length: 200000 }, (_, i) => (i * 7919) % 251));
+      page.once('dialog', (d) => d.accept());
+      await page.setInputFiles('#update-form input[name=file]', { name: 'telebridge-0.2.0-arm64.raucb', mimeType: 'application/octet-stream', buffer: bundle });
+      await page.click('#update-form button[type=submit]');
+      await page.waitForSelector('#update-state:text("installing")');
+      check(Buffer.compare(readFileSync(join(stateDir, 'update.raucb')), bundle) === 0
+        && readFileSync(join(runDir, 'update-request'), 'utf8').trim() === join(stateDir, 'update.raucb'),
+        `${label}: the update bundle arrives whole and the helper is asked to install it`);
+      writeFileSync(join(runDir, 'update-status'), 'failed\nrauc: signature verification failed: certificate not trusted\n');
+      await page.waitForSelector('[data-field=update]:text("certificate not trusted")', { timeout: 10000 });
+      check(true, `${label}: the helper's refusal is shown in its words`);
+      await shot('8-update');
+    }
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow <= 0, `${label}: nothing wider than the screen (${overflow} px over)`);
     await ctx.close();
