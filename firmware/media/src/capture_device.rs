@@ -163,6 +163,16 @@ pub fn plan_capture(
     Ok(CapturePlan { caps, jpeg, kind })
 }
 
+/// The sizes of one `VIDIOC_ENUM_FRAMESIZES` answer worth asking frame rates for: a listed size.
+/// A stepwise range (an HDMI input such as vivid's: 16x16 to 4096x2160 in steps of 2, millions
+/// of sizes, an ioctl each) is not expanded; such a device takes the size it is given.
+fn listed_sizes(size: &v4l::framesize::FrameSizeEnum) -> Vec<(u32, u32)> {
+    match size {
+        v4l::framesize::FrameSizeEnum::Discrete(d) => vec![(d.width, d.height)],
+        v4l::framesize::FrameSizeEnum::Stepwise(_) => Vec::new(),
+    }
+}
+
 /// Opens a device and asks it what it is and what it offers.
 pub fn probe(path: &Path) -> Result<DeviceInfo, CaptureError> {
     let name = path.display().to_string();
@@ -178,9 +188,9 @@ pub fn probe(path: &Path) -> Result<DeviceInfo, CaptureError> {
         let fourcc = desc.fourcc.str().unwrap_or("????").to_string();
         let mut modes = Vec::new();
         for size in dev.enum_framesizes(desc.fourcc).unwrap_or_default() {
-            for discrete in size.size.to_discrete() {
+            for (width, height) in listed_sizes(&size.size) {
                 let rates = dev
-                    .enum_frameintervals(desc.fourcc, discrete.width, discrete.height)
+                    .enum_frameintervals(desc.fourcc, width, height)
                     .unwrap_or_default()
                     .into_iter()
                     .filter_map(|i| match i.interval {
@@ -190,7 +200,7 @@ pub fn probe(path: &Path) -> Result<DeviceInfo, CaptureError> {
                         _ => None,
                     })
                     .collect();
-                modes.push((discrete.width, discrete.height, rates));
+                modes.push((width, height, rates));
             }
         }
         formats.push(FormatInfo { fourcc, modes });
@@ -276,6 +286,21 @@ mod libc_errno {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_stepwise_range_of_sizes_is_not_expanded() {
+        use v4l::framesize::{Discrete, FrameSizeEnum, Stepwise};
+        let hdmi = FrameSizeEnum::Stepwise(Stepwise {
+            min_width: 16,
+            max_width: 4096,
+            step_width: 2,
+            min_height: 16,
+            max_height: 2160,
+            step_height: 2,
+        });
+        assert!(listed_sizes(&hdmi).is_empty());
+        assert_eq!(listed_sizes(&FrameSizeEnum::Discrete(Discrete { width: 1920, height: 1080 })), [(1920, 1080)]);
+    }
+
     use super::*;
 
     fn usb_dongle() -> DeviceInfo {

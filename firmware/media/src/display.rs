@@ -53,7 +53,7 @@ impl SinkKind {
     }
 
     fn auto() -> Self {
-        if connected_card(&drm_connectors()).is_some() && crate::has_element("kmssink") {
+        if connected_output(&drm_connectors()).is_some() && crate::has_element("kmssink") {
             Self::Kms { connector: None }
         } else if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some() {
             Self::Window
@@ -126,15 +126,30 @@ impl Display {
                         s.set_property("connector-id", *c as i32);
                     }
                     // kmssink looks for the drivers of a list of boards; hand it the card with the
-                    // monitor instead (virtio_gpu in qemu is not on its list; a Pi 4 has two cards).
-                    if let Some(name) = connected_card(&drm_connectors()) {
-                        let path = format!("/dev/dri/{name}");
+                    // monitor instead (virtio_gpu in qemu is not on its list; a Pi 4 has two cards),
+                    // and have it set the monitor's preferred mode: drawing on whatever the console
+                    // left (a plane of another size) is refused by some drivers (virtio-gpu).
+                    if let Some(connector) = connected_output(&drm_connectors()) {
+                        let card_name = connector.split('-').next().unwrap_or_default();
+                        let path = format!("/dev/dri/{card_name}");
                         match std::fs::OpenOptions::new().read(true).write(true).open(&path) {
                             Ok(f) => {
                                 use std::os::fd::AsRawFd;
-                                info!(card = %path, "HDMI output through KMS");
                                 s.set_property("fd", f.as_raw_fd());
                                 card = Some(f);
+                                let modes = std::fs::read_to_string(format!("/sys/class/drm/{connector}/modes"));
+                                if let Some((w, h)) = modes.ok().as_deref().and_then(preferred_mode) {
+                                    s.set_property("force-modesetting", true);
+                                    let caps = gst::Caps::builder("video/x-raw")
+                                        .field("width", w as i32)
+                                        .field("height", h as i32)
+                                        .field("pixel-aspect-ratio", gst::Fraction::new(1, 1))
+                                        .build();
+                                    chain.push(gst::ElementFactory::make("capsfilter").property("caps", caps).build()?);
+                                    info!(card = %path, connector = %connector, mode = %format!("{w}x{h}"), "HDMI output through KMS");
+                                } else {
+                                    info!(card = %path, connector = %connector, "HDMI output through KMS, in the mode it has");
+                                }
                             }
                             Err(e) => {
                                 warn!(card = %path, error = %e, "cannot open the display card; kmssink looks for one")
@@ -414,14 +429,23 @@ fn drm_connectors() -> Vec<(String, String)> {
         .collect()
 }
 
-/// The card (`card1`) of the first connected connector, in name order.
-fn connected_card(connectors: &[(String, String)]) -> Option<String> {
+/// The first connected connector (`card1-HDMI-A-2`), in name order.
+fn connected_output(connectors: &[(String, String)]) -> Option<String> {
     let mut connected: Vec<&str> =
         connectors.iter().filter(|(_, status)| status == "connected").map(|(name, _)| name.as_str()).collect();
     connected.sort_unstable();
     let name = connected.first()?;
     let card = name.split('-').next()?;
-    (card.starts_with("card") && card.len() > 4).then(|| card.to_string())
+    (card.starts_with("card") && card.len() > 4 && name.len() > card.len()).then(|| name.to_string())
+}
+
+/// The monitor's preferred mode: the first progressive line of a connector's `modes` file
+/// (`1920x1080`; `1920x1080i` is interlaced).
+fn preferred_mode(modes: &str) -> Option<(u32, u32)> {
+    modes.lines().find_map(|l| {
+        let (w, h) = l.trim().split_once('x')?;
+        Some((w.parse().ok()?, h.parse().ok()?))
+    })
 }
 
 #[cfg(test)]
@@ -441,17 +465,25 @@ mod tests {
     }
 
     #[test]
-    fn the_card_with_the_monitor_is_chosen() {
+    fn the_output_with_the_monitor_is_chosen() {
         // A Pi 4: card0 is v3d (no connectors), card1 is vc4 with two HDMI ports.
         let pi4 = entries(&[("card1-HDMI-A-1", "disconnected"), ("card1-HDMI-A-2", "connected")]);
-        assert_eq!(connected_card(&pi4).as_deref(), Some("card1"));
+        assert_eq!(connected_output(&pi4).as_deref(), Some("card1-HDMI-A-2"));
         // qemu's virtio-gpu.
-        assert_eq!(connected_card(&entries(&[("card0-Virtual-1", "connected")])).as_deref(), Some("card0"));
+        assert_eq!(connected_output(&entries(&[("card0-Virtual-1", "connected")])).as_deref(), Some("card0-Virtual-1"));
         // Two monitors: the lower card number.
         let two = entries(&[("card2-DP-1", "connected"), ("card1-HDMI-A-1", "connected")]);
-        assert_eq!(connected_card(&two).as_deref(), Some("card1"));
+        assert_eq!(connected_output(&two).as_deref(), Some("card1-HDMI-A-1"));
         // Nothing plugged in, or nothing there.
-        assert_eq!(connected_card(&entries(&[("card1-HDMI-A-1", "disconnected")])), None);
-        assert_eq!(connected_card(&[]), None);
+        assert_eq!(connected_output(&entries(&[("card1-HDMI-A-1", "disconnected")])), None);
+        assert_eq!(connected_output(&[]), None);
+    }
+
+    #[test]
+    fn the_preferred_mode_is_the_first_progressive_one() {
+        assert_eq!(preferred_mode("1920x1080\n1920x1080\n1280x720\n"), Some((1920, 1080)));
+        assert_eq!(preferred_mode("1920x1080i\n1280x720\n"), Some((1280, 720)));
+        assert_eq!(preferred_mode("1280x800\n"), Some((1280, 800)));
+        assert_eq!(preferred_mode(""), None);
     }
 }
