@@ -44,6 +44,9 @@ pub struct DeviceInfo {
     pub can_capture: bool,
     /// Pixel formats offered.
     pub formats: Vec<FormatInfo>,
+    /// Whether its input has DV timings (`VIDIOC_QUERY_DV_TIMINGS` is answered, signal or not):
+    /// an HDMI input, whatever the driver (a TC358743 behind unicam, an HDMI capture card, vivid).
+    pub dv_timings: bool,
 }
 
 /// HDMI input timings reported by the bridge.
@@ -94,7 +97,12 @@ pub enum CaptureError {
 pub fn classify(info: &DeviceInfo) -> CaptureKind {
     let driver = info.driver.to_ascii_lowercase();
     let card = info.card.to_ascii_lowercase();
-    if driver == "unicam" || driver.contains("tc358743") || card.contains("tc358743") || driver == "rp1-cfe" {
+    if driver == "unicam"
+        || driver.contains("tc358743")
+        || card.contains("tc358743")
+        || driver == "rp1-cfe"
+        || info.dv_timings
+    {
         CaptureKind::HdmiBridge
     } else if driver == "uvcvideo" {
         CaptureKind::Usb
@@ -205,7 +213,9 @@ pub fn probe(path: &Path) -> Result<DeviceInfo, CaptureError> {
         }
         formats.push(FormatInfo { fourcc, modes });
     }
-    Ok(DeviceInfo { path: path.to_path_buf(), driver: caps.driver, card: caps.card, can_capture, formats })
+    drop(dev);
+    let dv_timings = query_dv_timings(path).is_ok();
+    Ok(DeviceInfo { path: path.to_path_buf(), driver: caps.driver, card: caps.card, can_capture, formats, dv_timings })
 }
 
 // --- DV timings (VIDIOC_QUERY_DV_TIMINGS / VIDIOC_S_DV_TIMINGS); the v4l crate has no wrapper.
@@ -320,6 +330,7 @@ mod tests {
                     modes: vec![(1920, 1080, vec![5.0]), (1280, 720, vec![10.0]), (640, 480, vec![30.0])],
                 },
             ],
+            dv_timings: false,
         }
     }
 
@@ -333,7 +344,27 @@ mod tests {
                 FormatInfo { fourcc: "RGB3".into(), modes: vec![] },
                 FormatInfo { fourcc: "UYVY".into(), modes: vec![] },
             ],
+            dv_timings: true,
         }
+    }
+
+    #[test]
+    fn an_input_with_dv_timings_is_an_hdmi_input_whatever_its_driver() {
+        // vivid's HDMI input (Debian's kernel, the image's boot test): its timings rule the capture.
+        let vivid = DeviceInfo {
+            driver: "vivid".into(),
+            card: "vivid".into(),
+            formats: vec![
+                FormatInfo { fourcc: "YUYV".into(), modes: vec![] },
+                FormatInfo { fourcc: "UYVY".into(), modes: vec![] },
+            ],
+            ..tc358743()
+        };
+        assert_eq!(classify(&vivid), CaptureKind::HdmiBridge);
+        let dv = DvTimings { width: 1920, height: 1080, fps_milli: 25_000, interlaced: false };
+        let plan = plan_capture(&vivid, (640, 360, 15), Some(dv)).unwrap();
+        assert_eq!(plan.caps, "video/x-raw,format=UYVY,width=1920,height=1080,framerate=25000/1000");
+        assert_eq!(classify(&DeviceInfo { dv_timings: false, ..vivid }), CaptureKind::Other);
     }
 
     #[test]
