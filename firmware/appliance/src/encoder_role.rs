@@ -198,6 +198,18 @@ pub async fn run_encoder(
             break;
         }
         if let Some(err) = pipeline_error(&pipeline) {
+            // An HDMI input that changed format can end the capture before the next look.
+            if let Some(why) = if bridge { watch.capture_error(bridge_link(&config)) } else { None } {
+                warn!(reason = %why, error = %err, "rebuilding the capture pipeline");
+                pipeline.stop(Duration::from_millis(200));
+                drop(pipeline);
+                pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
+                *keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
+                pipeline.start()?;
+                meter = EncoderMeter::default();
+                watch = SignalWatch::new(now_ms());
+                continue;
+            }
             error!(%err, "encoder pipeline failed");
             failure = Some(err);
             break;

@@ -60,6 +60,18 @@ impl SignalWatch {
         }
     }
 
+    /// The capture stopped with an error: when the HDMI input now has other timings than the
+    /// watch last saw (the source changed format between two looks; some drivers end the
+    /// stream at once), that is a source change to follow, not a failure. The reason, or `None`.
+    pub fn capture_error(&self, bridge: Option<BridgeLink>) -> Option<String> {
+        match (self.timings, bridge) {
+            (Some(before), Some(BridgeLink::Locked(t))) if before != t => {
+                Some(format!("the HDMI input changed from {} to {}", describe(&before), describe(&t)))
+            }
+            _ => None,
+        }
+    }
+
     /// Whether a signal is present; `None` before the watch knows.
     pub fn present(&self) -> Option<bool> {
         self.present
@@ -173,6 +185,20 @@ mod tests {
             ],
         );
         assert_eq!(v[2].restart.as_deref(), Some("the HDMI input changed from 1920x1080p60 to 1280x720p59.94"));
+    }
+
+    #[test]
+    fn a_capture_that_fails_on_new_timings_is_followed_and_any_other_failure_is_not() {
+        let mut w = SignalWatch::new(0);
+        assert_eq!(w.capture_error(Some(BridgeLink::Locked(P720))), None, "no timings seen yet");
+        looks(&mut w, &[(60, Some(BridgeLink::Locked(P1080)))]);
+        assert_eq!(
+            w.capture_error(Some(BridgeLink::Locked(P720))).as_deref(),
+            Some("the HDMI input changed from 1920x1080p60 to 1280x720p59.94")
+        );
+        assert_eq!(w.capture_error(Some(BridgeLink::Locked(P1080))), None, "same timings: a real failure");
+        assert_eq!(w.capture_error(Some(BridgeLink::NoLink)), None);
+        assert_eq!(w.capture_error(None), None);
     }
 
     #[test]
