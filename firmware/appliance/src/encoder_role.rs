@@ -197,24 +197,20 @@ pub async fn run_encoder(
         if options.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
+        // An HDMI source that changed format (seen by a look, or ending the capture before the
+        // next one), or locked again without frames: apply its timings and rebuild the capture
+        // pipeline; the outputs and their connections stay.
+        let mut rebuild = None;
         if let Some(err) = pipeline_error(&pipeline) {
-            // An HDMI input that changed format can end the capture before the next look.
-            if let Some(why) = if bridge { watch.capture_error(bridge_link(&config)) } else { None } {
-                warn!(reason = %why, error = %err, "rebuilding the capture pipeline");
-                pipeline.stop(Duration::from_millis(200));
-                drop(pipeline);
-                pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
-                *keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
-                pipeline.start()?;
-                meter = EncoderMeter::default();
-                watch = SignalWatch::new(now_ms());
-                continue;
+            match if bridge { watch.capture_error(bridge_link(&config)) } else { None } {
+                Some(why) => rebuild = Some(format!("{why} (the capture ended: {err})")),
+                None => {
+                    error!(%err, "encoder pipeline failed");
+                    failure = Some(err);
+                    break;
+                }
             }
-            error!(%err, "encoder pipeline failed");
-            failure = Some(err);
-            break;
-        }
-        if last_sample.elapsed() >= Duration::from_secs(1) {
+        } else if last_sample.elapsed() >= Duration::from_secs(1) {
             let interval = last_sample.elapsed();
             last_sample = Instant::now();
             let counters = pipeline.counters();
@@ -235,19 +231,18 @@ pub async fn run_encoder(
             if let Some(cb) = &options.on_sample {
                 cb(&sample);
             }
-            // An HDMI source that changed format, or locked again without frames: apply its
-            // timings and rebuild the capture pipeline; the outputs and their connections stay.
-            if let Some(why) = verdict.restart {
-                warn!(reason = %why, "rebuilding the capture pipeline");
-                pipeline.stop(Duration::from_millis(200));
-                drop(pipeline);
-                pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
-                *keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
-                pipeline.start()?;
-                // The new pipeline counts from zero.
-                meter = EncoderMeter::default();
-                watch = SignalWatch::new(now_ms());
-            }
+            rebuild = verdict.restart;
+        }
+        if let Some(why) = rebuild {
+            warn!(reason = %why, "rebuilding the capture pipeline");
+            pipeline.stop(Duration::from_millis(200));
+            drop(pipeline);
+            pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
+            *keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
+            pipeline.start()?;
+            // The new pipeline counts from zero.
+            meter = EncoderMeter::default();
+            watch = SignalWatch::new(now_ms());
         }
     }
     pipeline.stop(Duration::from_secs(2));
