@@ -242,6 +242,9 @@ function renderStatus(s) {
     $('#input-format').textContent = s.input ? `${s.input.format} (not running)` : `${s.role}, not running`;
   }
   if (s.input && !s.input.signal) $('#input-format').textContent = `No signal — ${$('#input-format').textContent}`;
+  // Why this encoder (or decoder): the board, its kernel, what is installed and works.
+  const codec = (m.sending && m.sending.encoder) || m.encoder || m.decoder;
+  $('#codec-reason').textContent = codec && codec.reason ? `Why ${codec.element}: ${codec.reason}` : '';
 }
 
 function renderLeds(patterns) {

@@ -120,6 +120,10 @@ try {
     // Polled with evaluate (waitForFunction would need 'unsafe-eval', which the panel's CSP forbids).
     await waitFor('the preview', () => page.evaluate(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }), 10000);
     check(true, `${label}: the preview shows the picture`);
+    // Which encoder, and why (this machine is no Pi: software).
+    await page.waitForSelector('#codec-reason:text("encoding in software")', { timeout: 10000 });
+    const codec = await page.textContent('#codec-reason');
+    check(/^Why (x264enc|openh264enc): /.test(codec), `${label}: the panel says which encoder and why: ${codec}`);
     await shot('5-live');
     if (label === 'desktop') {
       // The simulated cable, from the panel: pulled, the status says there is no signal.

@@ -69,6 +69,8 @@ impl std::fmt::Debug for DecodeOptions {
 pub struct DecoderStats {
     /// The decoder element.
     pub element: String,
+    /// Why this decoder (the board, its kernel, what was installed).
+    pub reason: String,
     /// Frames decoded per second over the last interval.
     pub fps: f64,
     /// Frames decoded so far.
@@ -322,6 +324,7 @@ pub async fn run_decoder(
     let mut problem: Option<String> = None;
     let stats = |fps: f64, problem: Option<String>| DecoderStats {
         element: decoder.element.to_string(),
+        reason: decoder.reason.clone(),
         fps,
         frames_decoded: counters.frames_decoded.load(Ordering::Relaxed),
         frames_missing: counters.frames_missing.load(Ordering::Relaxed),

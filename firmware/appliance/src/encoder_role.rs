@@ -225,7 +225,7 @@ pub async fn run_encoder(
             let sample = StatsSample {
                 t: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
                 signal: watch.present(),
-                encoder: meter.sample(settings.encoder.kind.element(), &counters, interval),
+                encoder: meter.sample(&settings.encoder, &counters, interval),
                 outputs: outputs.iter().map(|(_, o, _)| o.status().borrow().clone()).collect(),
             };
             if let Some(cb) = &options.on_sample {
@@ -248,7 +248,7 @@ pub async fn run_encoder(
     pipeline.stop(Duration::from_secs(2));
     let elapsed = started.elapsed();
     let counters = pipeline.counters();
-    let mut encoder = EncoderMeter::default().sample(settings.encoder.kind.element(), &counters, elapsed);
+    let mut encoder = EncoderMeter::default().sample(&settings.encoder, &counters, elapsed);
     encoder.frames_encoded = counters.frames_encoded.load(std::sync::atomic::Ordering::Relaxed);
     let summary_outputs = outputs.iter().map(|(_, o, _)| o.status().borrow().clone()).collect();
     drop(pipeline);

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde::Serialize;
-use telebridge_media::EncoderCounters;
+use telebridge_media::{EncoderChoice, EncoderCounters};
 use telebridge_srt::OutputStatus;
 
 /// Encoder figures for one interval plus totals.
@@ -12,6 +12,8 @@ use telebridge_srt::OutputStatus;
 pub struct EncoderStats {
     /// The encoder element in use.
     pub element: String,
+    /// Why this encoder (the board, its kernel, what was installed and worked).
+    pub reason: String,
     /// Frames encoded per second over the last interval.
     pub fps: f64,
     /// Video bitrate over the last interval, kbit/s.
@@ -62,12 +64,13 @@ pub struct EncoderMeter {
 
 impl EncoderMeter {
     /// Figures since the last call, over `interval`.
-    pub fn sample(&mut self, element: &str, c: &EncoderCounters, interval: Duration) -> EncoderStats {
+    pub fn sample(&mut self, choice: &EncoderChoice, c: &EncoderCounters, interval: Duration) -> EncoderStats {
         let frames = c.frames_encoded.load(Ordering::Relaxed);
         let bytes = c.video_bytes.load(Ordering::Relaxed);
         let secs = interval.as_secs_f64().max(1e-3);
         let s = EncoderStats {
-            element: element.to_string(),
+            element: choice.kind.element().to_string(),
+            reason: choice.reason.clone(),
             fps: round1(frames.saturating_sub(self.last_frames) as f64 / secs),
             bitrate_kbps: round1(bytes.saturating_sub(self.last_bytes) as f64 * 8.0 / 1000.0 / secs),
             frames_captured: c.frames_captured.load(Ordering::Relaxed),

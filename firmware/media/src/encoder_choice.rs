@@ -6,7 +6,7 @@ use std::fmt;
 
 use telebridge_config::EncoderPreference;
 
-use crate::platform::{PiFamily, Platform};
+use crate::platform::{no_codec_driver, CodecPart, PiFamily, Platform};
 
 /// An H.264 encoder element the firmware knows how to drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +76,9 @@ pub fn choose_encoder(
         EncoderPreference::X264enc => (vec![EncoderKind::X264enc], "configured".into()),
         EncoderPreference::Openh264enc => (vec![EncoderKind::Openh264enc], "configured".into()),
         EncoderPreference::Auto => match family {
+            Some(PiFamily::WithH264Codec) if !platform.has_codec_driver(CodecPart::Encoder) => {
+                (vec![EncoderKind::X264enc, EncoderKind::Openh264enc], no_codec_driver(platform, CodecPart::Encoder))
+            }
             Some(PiFamily::WithH264Codec) => (
                 vec![EncoderKind::V4l2h264enc, EncoderKind::X264enc, EncoderKind::Openh264enc],
                 format!("{} has the bcm2835 hardware H.264 encoder", platform.describe()),
@@ -116,7 +119,7 @@ mod tests {
         elements: &[&str],
         broken: &[EncoderKind],
     ) -> Result<EncoderChoice, NoEncoder> {
-        let platform = Platform { model: model.map(str::to_string) };
+        let platform = Platform::new(model, if model == PI4 { PI4_DEVICES } else { &[] });
         choose_encoder(pref, &platform, &|e| elements.contains(&e), &mut |k| {
             if broken.contains(&k) {
                 Err("Failed enabling i/p port (out of CMA memory?)".into())
@@ -130,6 +133,8 @@ mod tests {
     const PI5_ELEMENTS: &[&str] = &["x264enc", "openh264enc", "v4l2slh265dec"];
     const PC_ELEMENTS: &[&str] = &["x264enc", "openh264enc", "avdec_h264"];
     const PI4: Option<&str> = Some("Raspberry Pi 4 Model B Rev 1.4");
+    /// A Pi 4's V4L2 devices under the Raspberry Pi kernel.
+    const PI4_DEVICES: &[&str] = &["bcm2835-codec-decode", "bcm2835-codec-encode", "bcm2835-codec-isp"];
     const PI5: Option<&str> = Some("Raspberry Pi 5 Model B Rev 1.0");
 
     #[test]
@@ -147,6 +152,27 @@ mod tests {
             c.reason.contains("v4l2h264enc is installed but does not work: Failed enabling i/p port"),
             "{}",
             c.reason
+        );
+    }
+
+    #[test]
+    fn a_pi4_on_debians_kernel_encodes_in_software_and_says_why() {
+        // The Debian image: the board has the encoder, its kernel has no driver for it (the
+        // element is installed all the same: gstreamer1.0-plugins-good).
+        let platform = Platform::new(PI4, &["UVC Camera (534d:2109)"]);
+        let mut probed = Vec::new();
+        let c = choose_encoder(EncoderPreference::Auto, &platform, &|e| PI4_ELEMENTS.contains(&e), &mut |k| {
+            probed.push(k);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(c.kind, EncoderKind::X264enc);
+        assert_eq!(probed, vec![EncoderKind::X264enc], "the hardware encoder is not even tried");
+        assert_eq!(
+            c.reason,
+            "Raspberry Pi 4 Model B Rev 1.4: this kernel has no driver for the Pi's hardware H.264 encoder \
+             (bcm2835-codec: the Raspberry Pi kernel has it, Debian's does not; the Yocto image has it); \
+             encoding in software"
         );
     }
 

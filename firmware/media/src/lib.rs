@@ -18,7 +18,7 @@ pub use encoder_pipeline::{
     probe_encoder, EncoderCounters, EncoderPipeline, EncoderSettings, PreviewSlot, TsConsumerId, TsFanout,
 };
 pub use error::{make, MediaError};
-pub use platform::Platform;
+pub use platform::{CodecPart, Platform};
 
 /// Initialises GStreamer once per process.
 pub fn init() -> Result<(), MediaError> {
