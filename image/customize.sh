@@ -18,10 +18,15 @@ printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > /
 mkdir -p /data /boot/firmware
 ln -sf /data/etc/wpa_supplicant-wlan0.conf /etc/wpa_supplicant/wpa_supplicant-wlan0.conf
 
-# GRUB for qemu's virt machine (a Pi boots with its own firmware): it reads its grub.cfg from
+# GRUB, the boot loader that picks the root slot on every board (a Pi starts it from U-Boot,
+# qemu's virt from its UEFI firmware): it reads its grub.cfg from
 # /EFI/telebridge on the partition it was loaded from.
 grub-mkimage -O arm64-efi -o /usr/lib/telebridge/BOOTAA64.EFI -p /EFI/telebridge \
-    part_msdos fat ext2 normal linux configfile loadenv test echo sleep reboot halt search
+    part_msdos fat ext2 normal linux configfile loadenv test echo sleep reboot halt search regexp
+
+# raspi-firmware's hooks copied the Pi's firmware, kernel and device trees into /boot/firmware
+# (88 MB): on the box that is the boot partition's mount point, which scripts/image fills itself.
+rm -rf /boot/firmware/* 2>/dev/null || true
 
 # What only the package manager needed.
 rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/cache/debconf/*-old /var/lib/dpkg/*-old \
