@@ -242,6 +242,12 @@ function renderStatus(s) {
     $('#input-format').textContent = s.input ? `${s.input.format} (not running)` : `${s.role}, not running`;
   }
   if (s.input && !s.input.signal) $('#input-format').textContent = `No signal — ${$('#input-format').textContent}`;
+  // The adaptive bitrate: what the box chose and why ("link carries 2.1 Mbit/s: holding").
+  const rate = (m.sending && m.sending.rate) || m.rate;
+  $('#rate').hidden = !rate;
+  if (rate) {
+    $('#rate').textContent = `Bitrate ${(rate.video_kbps / 1000).toFixed(1)} Mbit/s of ${(rate.max_video_kbps / 1000).toFixed(1)} — ${rate.reason}`;
+  }
   // Why this encoder (or decoder): the board, its kernel, what is installed and works.
   const codec = (m.sending && m.sending.encoder) || m.encoder || m.decoder;
   $('#codec-reason').textContent = codec && codec.reason ? `Why ${codec.element}: ${codec.reason}` : '';

@@ -4,6 +4,7 @@
 //!
 //! `--quick` is for CI: short runs that check each benchmark works and gives sane figures.
 
+mod abr;
 mod fanout;
 mod golive;
 mod idle;
@@ -44,6 +45,9 @@ enum Bench {
     /// latency 750 ms against 1200 ms: lost, retransmitted and dropped packets and RTT over time.
     #[command(name = "srt-4g")]
     Srt4g,
+    /// Adaptive bitrate on capacity traces (steps, a fade, two 4G uplinks, a trace file): a
+    /// fixed bitrate, belacoder's rule and ours with the same encoder, link and receiver.
+    Abr,
     /// One encoder listening, 1, 10, 25, 50 decoders calling: CPU, memory, expected against
     /// actual bandwidth (the Raspberry Pi server study's table).
     Fanout,
@@ -121,6 +125,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     match args.bench {
         Bench::Srt4g => runtime.block_on(srt_4g::run(&args.profiles, &args.out, args.quick)),
+        Bench::Abr => runtime.block_on(abr::run(&args.out, args.quick)),
         Bench::Fanout => fanout::run(&args.out, args.quick),
         Bench::Idle => idle::run(args.quick),
         Bench::GoLive { telebridge } => golive::run(args.quick, telebridge),

@@ -269,6 +269,8 @@ pub async fn run_bridge(
         signal_gate: options.signal_gate,
         peer: Some(PeerLink { name: PEER_OUTPUT.into(), url: link, then: route.then, feed: feed.clone() }),
         echo: Some(echo),
+        rate_law: None,
+        rate_step: None,
     };
     // Either half ending (on request or failing) ends the other.
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -51,6 +51,11 @@ pub struct RunOptions {
     pub peer: Option<crate::bridge_role::PeerLink>,
     /// The bridge: the far box's timecode to burn back (see `telebridge_media::timecode::Echo`).
     pub echo: Option<telebridge_media::timecode::Echo>,
+    /// Another rate law than the configuration's (the benchmark's baselines); with `None` an
+    /// adaptive bitrate (`video.bitrate_mode`) uses ours.
+    pub rate_law: Option<crate::rate::LawFactory>,
+    /// How often the rate law is asked (`None`: [`crate::rate::STEP`]).
+    pub rate_step: Option<Duration>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -141,6 +146,50 @@ pub async fn run_encoder(
         outputs.push((link.name.clone(), out, id));
     }
     let mut commands = options.commands;
+    // The adaptive bitrate: a law per SRT connection, asked every rate::STEP.
+    let mut rate = match (options.rate_law, config.picture.bitrate_mode) {
+        (Some(factory), _) => Some(factory),
+        (None, telebridge_config::BitrateMode::Adaptive) => {
+            let f: crate::rate::LawFactory =
+                Box::new(|b| Box::new(crate::rate::Adaptive::new(b)) as Box<dyn crate::rate::RateLaw>);
+            Some(f)
+        }
+        (None, telebridge_config::BitrateMode::Fixed) => None,
+    }
+    .map(|factory| {
+        crate::rate::RateControl::new(
+            factory,
+            config.picture.min_bitrate_kbps.min(config.picture.bitrate_kbps),
+            config.picture.bitrate_kbps,
+            config.audio_bitrate_kbps,
+        )
+    });
+    let mut set_bitrate = pipeline.bitrate_setter();
+    let mut rate_tick = tokio::time::interval(options.rate_step.unwrap_or(crate::rate::STEP));
+    rate_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let pace = |outputs: &[(String, Arc<Output>, telebridge_media::TsConsumerId)], bytes_per_s: i64| {
+        for (_, o, _) in outputs {
+            if let Output::Srt(o) = o.as_ref() {
+                o.set_max_rate(bytes_per_s);
+            }
+        }
+    };
+    if let Some(rc) = rate.as_mut() {
+        // TELEBRIDGE_RATE_TRACE=FILE records what the law saw and chose, step by step.
+        if let Some(path) = std::env::var_os("TELEBRIDGE_RATE_TRACE") {
+            if let Err(e) = rc.record_to(std::path::Path::new(&path)) {
+                warn!(error = %e, "cannot write the rate trace");
+            }
+        }
+        if let Some(p) = rc.pacing_change() {
+            pace(&outputs, p);
+        }
+        info!(
+            min_kbps = config.picture.min_bitrate_kbps,
+            max_kbps = config.picture.bitrate_kbps,
+            "adaptive bitrate: following the SRT links"
+        );
+    }
     pipeline.start()?;
     let started = Instant::now();
     info!(outputs = outputs.len(), "encoder running");
@@ -163,6 +212,32 @@ pub async fn run_encoder(
         tokio::select! {
             _ = &mut shutdown => { info!("stopping on request"); break; }
             _ = tick.tick() => {}
+            _ = rate_tick.tick(), if rate.is_some() => {
+                if let Some(rc) = rate.as_mut() {
+                    let links: Vec<(String, crate::rate::LinkSample)> = outputs
+                        .iter()
+                        .filter_map(|(name, o, _)| match o.as_ref() {
+                            Output::Srt(o) => Some((name, o)),
+                            _ => None,
+                        })
+                        .flat_map(|(name, o)| {
+                            o.stats_now().into_iter().map(move |(peer, st)| {
+                                let key = match peer { Some(p) => format!("{name} {p}"), None => name.clone() };
+                                (key, crate::rate::LinkSample::from(&st))
+                            })
+                        })
+                        .collect();
+                    let changed = rc.step(&links, started.elapsed());
+                    if let Some(p) = rc.pacing_change() {
+                        pace(&outputs, p);
+                    }
+                    if let Some(video) = changed {
+                        set_bitrate(video);
+                        info!(video_kbps = video, reason = %rc.status().reason, link = rc.status().link.as_deref().unwrap_or("?"), "bitrate changed");
+                    }
+                }
+                continue;
+            }
             cmd = command => match cmd {
                 Some(EncoderCommand::AddOutput(name, spec)) => match start_output(&name, &spec) {
                     Ok(out) => {
@@ -227,6 +302,7 @@ pub async fn run_encoder(
                 signal: watch.present(),
                 encoder: meter.sample(&settings.encoder, &counters, interval),
                 outputs: outputs.iter().map(|(_, o, _)| o.status().borrow().clone()).collect(),
+                rate: rate.as_ref().map(|r| r.status().clone()),
             };
             if let Some(cb) = &options.on_sample {
                 cb(&sample);
@@ -239,6 +315,11 @@ pub async fn run_encoder(
             drop(pipeline);
             pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
             *keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
+            set_bitrate = pipeline.bitrate_setter();
+            // The new encoder starts at the configured bitrate: give it the one chosen.
+            if let Some(rc) = &rate {
+                set_bitrate(rc.status().video_kbps);
+            }
             pipeline.start()?;
             // The new pipeline counts from zero.
             meter = EncoderMeter::default();

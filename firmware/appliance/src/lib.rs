@@ -12,6 +12,7 @@ mod error;
 pub mod logs;
 pub mod measure;
 pub mod outputs;
+pub mod rate;
 pub mod relay_role;
 pub mod sample;
 pub mod sd_notify;

@@ -16,7 +16,7 @@ use crate::stats::StatsSample;
 #[serde(untagged)]
 pub enum MediaSample {
     /// The encoder role's sample.
-    Encoder(StatsSample),
+    Encoder(Box<StatsSample>),
     /// The decoder role's sample.
     Decoder(Box<DecodeSample>),
     /// The bridge role's: what it sends (as the encoder's) and what it receives.
@@ -212,7 +212,13 @@ mod tests {
     }
 
     fn encoder(outputs: Vec<OutputStatus>) -> MediaSample {
-        MediaSample::Encoder(StatsSample { t: 1.0, signal: Some(true), encoder: EncoderStats::default(), outputs })
+        MediaSample::Encoder(Box::new(StatsSample {
+            t: 1.0,
+            signal: Some(true),
+            encoder: EncoderStats::default(),
+            outputs,
+            rate: None,
+        }))
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub struct StatsSample {
     pub encoder: EncoderStats,
     /// Each output.
     pub outputs: Vec<OutputStatus>,
+    /// The adaptive bitrate: what it chose and why (`None` with a fixed bitrate).
+    pub rate: Option<crate::rate::RateStatus>,
 }
 
 /// The line printed at exit.

@@ -24,7 +24,7 @@ pub use model::{
 pub use output_url::{FileSpec, OutputUrlError, RtmpUrl};
 pub use overlay::overlay;
 pub use secret::Secret;
-pub use source::{AudioCodec, AudioOut, AudioSource, DecoderSink, EncoderPreference, VideoSource};
+pub use source::{AudioCodec, AudioOut, AudioSource, BitrateMode, DecoderSink, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
 pub use validate::{
     BridgeSettings, FieldError, GpioBackend, GpioPins, OutputSpec, Picture, RelaySpec, Role, ValidConfig,

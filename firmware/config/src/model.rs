@@ -79,8 +79,14 @@ pub struct VideoConfig {
     pub height: u32,
     /// Frames per second (9-60; the Pi's hardware encoder hangs below 9).
     pub fps: u32,
-    /// Target video bitrate (x264enc `bitrate`, v4l2h264enc `video_bitrate`), kbit/s.
+    /// Target video bitrate (x264enc `bitrate`, v4l2h264enc `video_bitrate`), kbit/s; with an
+    /// adaptive bitrate, the most it goes to.
     pub bitrate_kbps: u32,
+    /// `fixed`, or `adaptive`: the bitrate follows what the SRT links carry, between
+    /// `min_bitrate_kbps` and `bitrate_kbps`.
+    pub bitrate_mode: String,
+    /// The least an adaptive bitrate goes down to, kbit/s.
+    pub min_bitrate_kbps: u32,
     /// Time between keyframes (x264enc `key-int-max`, v4l2h264enc `h264_i_frame_period`), ms.
     pub keyframe_ms: u32,
     /// `auto`, `v4l2h264enc`, `x264enc` or `openh264enc`.
@@ -97,6 +103,8 @@ impl Default for VideoConfig {
             height: 720,
             fps: 30,
             bitrate_kbps: 4000,
+            bitrate_mode: "fixed".to_string(),
+            min_bitrate_kbps: 500,
             keyframe_ms: 1000,
             encoder: "auto".to_string(),
             x264_preset: "superfast".to_string(),

@@ -122,6 +122,27 @@ impl EncoderPreference {
     }
 }
 
+/// Whether the video bitrate follows the link (`video.bitrate_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BitrateMode {
+    /// Always `video.bitrate_kbps`.
+    Fixed,
+    /// Between `video.min_bitrate_kbps` and `video.bitrate_kbps`, following what the SRT links
+    /// carry (the slowest one decides).
+    Adaptive,
+}
+
+impl BitrateMode {
+    /// Parses `fixed` or `adaptive`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "fixed" => Ok(Self::Fixed),
+            "adaptive" => Ok(Self::Adaptive),
+            _ => Err(format!("{s:?} is not one of fixed, adaptive")),
+        }
+    }
+}
+
 /// Where the decoder shows the picture (`decoder.sink`, `--sink`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecoderSink {

@@ -7,8 +7,8 @@ use std::time::Duration;
 pub use crate::bridge::{BridgeSettings, RelaySpec};
 use crate::srt_url::redact_query;
 use crate::{
-    AudioCodec, AudioOut, AudioSource, Config, DecoderSink, EncoderPreference, FileSpec, RtmpUrl, SrtMode, SrtUrl,
-    VideoSource,
+    AudioCodec, AudioOut, AudioSource, BitrateMode, Config, DecoderSink, EncoderPreference, FileSpec, RtmpUrl, SrtMode,
+    SrtUrl, VideoSource,
 };
 
 /// One problem: the field, the value found and what is allowed.
@@ -154,8 +154,12 @@ pub struct Picture {
     pub height: u32,
     /// Frames per second (9-60).
     pub fps: u32,
-    /// Video bitrate, kbit/s.
+    /// Video bitrate, kbit/s (with an adaptive bitrate, the most).
     pub bitrate_kbps: u32,
+    /// Fixed, or following the link.
+    pub bitrate_mode: BitrateMode,
+    /// The least an adaptive bitrate goes to, kbit/s.
+    pub min_bitrate_kbps: u32,
     /// x264's speed preset.
     pub x264_preset: String,
 }
@@ -184,7 +188,16 @@ impl Config {
             err("video.height", format!("{} must be even", v.height));
         }
         range(&mut err, "video.fps", v.fps, 9, 60, " frames per second");
-        range(&mut err, "video.bitrate_kbps", v.bitrate_kbps, 100, 50_000, " kbit/s");
+        let bitrate_ok = range(&mut err, "video.bitrate_kbps", v.bitrate_kbps, 100, 50_000, " kbit/s");
+        let bitrate_mode = BitrateMode::parse(&v.bitrate_mode).map_err(|m| err("video.bitrate_mode", m));
+        // Checked against the maximum only when that one is right (one mistake, one message).
+        let most = if bitrate_ok { v.bitrate_kbps } else { 50_000 };
+        if v.min_bitrate_kbps < 100 || v.min_bitrate_kbps > most {
+            err(
+                "video.min_bitrate_kbps",
+                format!("{} is out of range 100-{most} kbit/s (at most video.bitrate_kbps)", v.min_bitrate_kbps),
+            );
+        }
         range(&mut err, "video.keyframe_ms", v.keyframe_ms, 100, 10_000, " ms");
         let encoder = EncoderPreference::parse(&v.encoder).map_err(|m| err("video.encoder", m)).ok();
         if !X264_PRESETS.contains(&v.x264_preset.as_str()) {
@@ -355,6 +368,8 @@ impl Config {
                     height: v.height,
                     fps: v.fps,
                     bitrate_kbps: v.bitrate_kbps,
+                    bitrate_mode: bitrate_mode.unwrap_or(BitrateMode::Fixed),
+                    min_bitrate_kbps: v.min_bitrate_kbps,
                     x264_preset: v.x264_preset.clone(),
                 },
                 audio_bitrate_kbps: a.bitrate_kbps,
@@ -437,6 +452,11 @@ mod tests {
                 "video.encoder: \"nvenc\" is not one of auto, v4l2h264enc, x264enc, openh264enc",
             ),
             (|c| c.video.x264_preset = "slow".into(), "video.x264_preset: \"slow\" is not one of ultrafast"),
+            (|c| c.video.bitrate_mode = "auto".into(), "video.bitrate_mode: \"auto\" is not one of fixed, adaptive"),
+            (
+                |c| c.video.min_bitrate_kbps = 5000,
+                "video.min_bitrate_kbps: 5000 is out of range 100-4000 kbit/s (at most video.bitrate_kbps)",
+            ),
             (|c| c.audio.codec = "opus".into(), "audio.codec: \"opus\" is not one of aac, none"),
             (|c| c.audio.source = "pulse".into(), "audio.source: \"pulse\" is not one of test, alsa:DEVICE"),
             (|c| c.name = "my box!".into(), "name: \"my box!\" must be 1-63 characters"),

@@ -126,6 +126,7 @@ pub enum Verdict {
 pub struct Impairment {
     base: LinkParams,
     events: Vec<LinkEvent>,
+    trace: Option<crate::trace::CapacityTrace>,
     rng: Rng,
     in_bad_state: bool,
     link_free_at: Duration,
@@ -138,6 +139,7 @@ impl Impairment {
         Self {
             base,
             events,
+            trace: None,
             rng: Rng::new(seed),
             in_bad_state: false,
             link_free_at: Duration::ZERO,
@@ -145,9 +147,19 @@ impl Impairment {
         }
     }
 
+    /// The bottleneck follows `trace` (its rate in force overrides the base one; an event that
+    /// names a rate overrides both).
+    pub fn with_trace(mut self, trace: crate::trace::CapacityTrace) -> Self {
+        self.trace = Some(trace);
+        self
+    }
+
     /// The parameters in force at `now`.
     pub fn params_at(&self, now: Duration) -> LinkParams {
         let mut p = self.base.clone();
+        if let Some(r) = self.trace.as_ref().and_then(|t| t.rate_at(now)) {
+            p.rate_kbps = r;
+        }
         for e in self.events.iter().filter(|e| e.active(now)) {
             e.apply(&mut p);
         }
@@ -284,6 +296,21 @@ mod tests {
         let c = run(&mut Impairment::new(p, vec![], 43), 2000, 1316, ms(1));
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn a_trace_sets_the_bottleneck_over_time() {
+        // 8 Mbit/s offered: 4 Mbit/s for 2 s, then 2 Mbit/s for 2 s.
+        let p = LinkParams { rate_kbps: 20_000.0, queue: ms(50), ..Default::default() };
+        let trace = crate::trace::CapacityTrace::parse("steps:4000@0,2000@2").unwrap();
+        let v = run(&mut Impairment::new(p, vec![], 7).with_trace(trace), 4000, 1000, ms(1));
+        let through = |from: u64, to: u64| {
+            v.iter().filter(|(t, v)| *t >= ms(from) && *t < ms(to) && matches!(v, Verdict::Deliver(_))).count() as f64
+                * 8.0
+                / ((to - from) as f64 / 1000.0)
+        };
+        assert!((through(200, 2000) - 4000.0).abs() < 200.0, "{}", through(200, 2000));
+        assert!((through(2200, 4000) - 2000.0).abs() < 200.0, "{}", through(2200, 4000));
     }
 
     #[test]

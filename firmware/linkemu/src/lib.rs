@@ -9,6 +9,8 @@ pub mod ip_mode;
 pub mod profile;
 pub mod relay;
 mod rng;
+pub mod trace;
 
 pub use impairment::{Impairment, LinkParams, Verdict};
 pub use profile::{LinkProfile, Profiles};
+pub use trace::{CapacityTrace, TraceError};

@@ -44,6 +44,10 @@ struct Args {
     /// Bottleneck rate each direction, kbit/s.
     #[arg(long)]
     rate_kbps: Option<f64>,
+    /// The bottleneck's rate over time, forward only (the uplink): steps:8000@0,2000@20,...,
+    /// fade:8000-1500@10-70, 4g:MEAN@SECONDS:SEED or file:PATH (t_s,rate_kbps lines).
+    #[arg(long)]
+    trace: Option<String>,
     /// Seed: the same seed repeats the same drops.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -69,6 +73,7 @@ async fn main() -> anyhow::Result<()> {
             queue_ms: None,
             events: Vec::new(),
             sweep_rtt_ms: None,
+            trace: None,
         },
     };
     if let Some(v) = args.rtt_ms {
@@ -83,7 +88,13 @@ async fn main() -> anyhow::Result<()> {
     if let Some(v) = args.rate_kbps {
         profile.rate_kbps = v;
     }
-    let forward = Impairment::new(profile.params(), profile.events.clone(), args.seed);
+    if let Some(t) = &args.trace {
+        profile.trace = Some(t.clone());
+    }
+    let mut forward = Impairment::new(profile.params(), profile.events.clone(), args.seed);
+    if let Some(trace) = profile.capacity_trace()? {
+        forward = forward.with_trace(trace);
+    }
     let reverse = Impairment::new(profile.params(), profile.events.clone(), args.seed.wrapping_add(1));
     let started = std::time::Instant::now();
     if let Some(prefix) = &args.netns {

@@ -52,6 +52,9 @@ pub struct LinkProfile {
     /// For sweeps: RTT from, to, step (ms).
     #[serde(default)]
     pub sweep_rtt_ms: Option<[f64; 3]>,
+    /// The bottleneck's rate over time, on the way out (see [`crate::trace`]).
+    #[serde(default)]
+    pub trace: Option<String>,
 }
 
 /// Why profiles could not be read.
@@ -106,6 +109,11 @@ impl LinkProfile {
             rate_kbps: self.rate_kbps,
             queue: Duration::from_secs_f64(self.queue_ms.unwrap_or(100.0).max(0.0) / 1000.0),
         }
+    }
+
+    /// The profile's capacity trace, if it has one.
+    pub fn capacity_trace(&self) -> Result<Option<crate::trace::CapacityTrace>, crate::trace::TraceError> {
+        self.trace.as_deref().map(crate::trace::CapacityTrace::parse).transpose()
     }
 
     /// The RTTs of a sweep profile, in order (just the profile's RTT if it has no sweep).

@@ -186,6 +186,12 @@ impl Socket {
             .map_err(|_| SrtError::ours("the passphrase must be 10 to 79 characters long"))
     }
 
+    /// Lets the connection send at most `bytes_per_s`, new packets and retransmissions together
+    /// (`SRTO_MAXBW`, absolute). Works on a connected socket: an adaptive bitrate keeps it in step.
+    pub fn set_max_rate(&self, bytes_per_s: i64) -> Result<(), SrtError> {
+        self.set_i64(ffi::SRTO_MAXBW, bytes_per_s.max(1))
+    }
+
     /// Applies what `url` asks for: latency, encryption, stream id, bandwidth, timeouts.
     pub fn configure(&self, url: &SrtUrl) -> Result<(), SrtError> {
         let named =

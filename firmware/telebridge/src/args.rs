@@ -223,9 +223,15 @@ pub(crate) struct EncodeArgs {
     /// Frames per second.
     #[arg(long)]
     pub(crate) fps: Option<u32>,
-    /// Video bitrate in kbit/s.
+    /// Video bitrate in kbit/s (with an adaptive bitrate, the most).
     #[arg(long)]
     pub(crate) bitrate_kbps: Option<u32>,
+    /// fixed | adaptive: the bitrate follows what the SRT links carry.
+    #[arg(long)]
+    pub(crate) bitrate_mode: Option<String>,
+    /// The least an adaptive bitrate goes down to, kbit/s.
+    #[arg(long)]
+    pub(crate) min_bitrate_kbps: Option<u32>,
     /// Keyframe interval in ms.
     #[arg(long)]
     pub(crate) keyframe_ms: Option<u32>,

@@ -130,6 +130,8 @@ fn encode_flags(config: &mut Config, a: &EncodeArgs) -> Result<Flags, String> {
     f.size(config, a.size.as_ref())?;
     f.number(&mut config.video.fps, a.fps, "video.fps", "--fps");
     f.number(&mut config.video.bitrate_kbps, a.bitrate_kbps, "video.bitrate_kbps", "--bitrate-kbps");
+    f.string(&mut config.video.bitrate_mode, a.bitrate_mode.as_ref(), "video.bitrate_mode", "--bitrate-mode");
+    f.number(&mut config.video.min_bitrate_kbps, a.min_bitrate_kbps, "video.min_bitrate_kbps", "--min-bitrate-kbps");
     f.number(&mut config.video.keyframe_ms, a.keyframe_ms, "video.keyframe_ms", "--keyframe-ms");
     f.string(&mut config.video.encoder, a.encoder.as_ref(), "video.encoder", "--encoder");
     f.string(&mut config.video.x264_preset, a.x264_preset.as_ref(), "video.x264_preset", "--x264-preset");

@@ -147,7 +147,13 @@ mod tests {
         o.srt.packets_retransmitted = retrans;
         o.srt.negotiated_latency_ms = 200;
         let encoder = EncoderStats { fps: 29.97, ..EncoderStats::default() };
-        MediaSample::Encoder(StatsSample { t: 1.0, signal: Some(true), encoder, outputs: vec![o] })
+        MediaSample::Encoder(Box::new(StatsSample {
+            t: 1.0,
+            signal: Some(true),
+            encoder,
+            outputs: vec![o],
+            rate: None,
+        }))
     }
 
     #[test]

@@ -49,6 +49,16 @@ pub fn render(s: &DaemonStatus) -> String {
         o.val("telebridge_encoder_bitrate_kbps", "", m.encoder.bitrate_kbps);
         o.head("telebridge_encoder_frames_total", "counter", "Frames encoded");
         o.val("telebridge_encoder_frames_total", "", m.encoder.frames_encoded as f64);
+        if let Some(r) = &m.rate {
+            o.head("telebridge_rate_video_kbps", "gauge", "The video bitrate the adaptive bitrate chose");
+            o.val("telebridge_rate_video_kbps", "", f64::from(r.video_kbps));
+            o.head(
+                "telebridge_rate_max_video_kbps",
+                "gauge",
+                "The most the adaptive bitrate goes to (video.bitrate_kbps)",
+            );
+            o.val("telebridge_rate_max_video_kbps", "", f64::from(r.max_video_kbps));
+        }
     }
     let decoding = match &s.media {
         Some(MediaSample::Decoder(m)) => Some(&**m),

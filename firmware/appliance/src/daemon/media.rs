@@ -96,13 +96,16 @@ pub(super) fn start_media(
             let options = RunOptions {
                 duration: None,
                 on_sample: Some(Arc::new(move |s: &StatsSample| {
-                    let _ = tx.send((generation, MediaEvent::Sample(Box::new(MediaSample::Encoder(s.clone())))));
+                    let _ =
+                        tx.send((generation, MediaEvent::Sample(Box::new(MediaSample::Encoder(Box::new(s.clone()))))));
                 })),
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),
                 signal_gate: gate,
                 peer: None,
                 echo: None,
+                rate_law: None,
+                rate_step: None,
             };
             let config = config.clone();
             tokio::spawn(async move {

@@ -52,6 +52,23 @@ pub(super) fn build_encoder(s: &EncoderSettings) -> Result<gst::Element, MediaEr
     Ok(enc)
 }
 
+/// Sets a running encoder's video bitrate, kbit/s.
+pub(super) fn set_bitrate(e: &gst::Element, kind: EncoderKind, kbps: u32) {
+    match kind {
+        EncoderKind::X264enc => e.set_property("bitrate", kbps),
+        EncoderKind::Openh264enc => e.set_property("bitrate", kbps * 1000),
+        EncoderKind::V4l2h264enc => {
+            // GStreamer's V4L2 element applies extra-controls to the open device at once (and
+            // keeps them for a reopen): the same controls with the new bitrate.
+            let mut controls = e
+                .property::<Option<gst::Structure>>("extra-controls")
+                .unwrap_or_else(|| gst::Structure::new_empty("controls"));
+            controls.set("video_bitrate", (kbps * 1000) as i32);
+            e.set_property("extra-controls", &controls);
+        }
+    }
+}
+
 pub(super) fn encoder_output_caps(s: &EncoderSettings) -> gst::Caps {
     let mut b = gst::Caps::builder("video/x-h264");
     if s.encoder.kind == EncoderKind::V4l2h264enc {

@@ -39,6 +39,7 @@ use crate::error::{make, MediaError};
 pub struct EncoderPipeline {
     pipeline: gst::Pipeline,
     encoder: gst::Element,
+    kind: EncoderKind,
     counters: Arc<EncoderCounters>,
     capture: Option<CapturePlan>,
     frame_input: Option<gst_app::AppSrc>,
@@ -181,7 +182,7 @@ impl EncoderPipeline {
             source = %settings.video_source,
             "encoder pipeline built"
         );
-        Ok(Self { pipeline, encoder, counters, capture, frame_input })
+        Ok(Self { pipeline, encoder, kind: settings.encoder.kind, counters, capture, frame_input })
     }
 
     /// Starts capturing and encoding.
@@ -227,6 +228,20 @@ impl EncoderPipeline {
                 let event = gst_video::UpstreamForceKeyUnitEvent::builder().all_headers(true).build();
                 let sent = pad.send_event(event);
                 debug!(sent, "keyframe requested");
+            }
+        })
+    }
+
+    /// A handle that sets the encoder's video bitrate while it runs, kbit/s (an adaptive
+    /// bitrate's), without a keyframe or a restart: x264enc reconfigures its rate control,
+    /// openh264enc takes its new target, v4l2h264enc's `video_bitrate` control is set on the
+    /// device. Holds only a weak reference to the encoder.
+    pub fn bitrate_setter(&self) -> Arc<dyn Fn(u32) + Send + Sync> {
+        let encoder = self.encoder.downgrade();
+        let kind = self.kind;
+        Arc::new(move |kbps| {
+            if let Some(e) = encoder.upgrade() {
+                encode::set_bitrate(&e, kind, kbps);
             }
         })
     }

@@ -7,7 +7,7 @@
 //! libsrt's statistics and publishes an [`OutputStatus`] on a `watch`; when the connection
 //! fails it retries with capped backoff without touching the encoder.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -37,6 +37,8 @@ pub enum OutputError {
 #[derive(Debug)]
 pub struct SrtOutput {
     name: String,
+    /// The URL sets `maxbw` or `inputbw`: [`SrtOutput::set_max_rate`] leaves it alone.
+    fixed_bandwidth: bool,
     shared: Arc<Shared>,
     status: watch::Receiver<OutputStatus>,
     supervisor: Supervisor,
@@ -63,6 +65,8 @@ struct Conn {
 struct Shared {
     conns: RwLock<Vec<Arc<Conn>>>,
     dropped: AtomicU64,
+    /// How fast new connections may send, bytes/s (0: as the URL says).
+    max_rate: AtomicI64,
 }
 
 impl Shared {
@@ -71,6 +75,12 @@ impl Shared {
     }
 
     fn add(&self, c: Arc<Conn>) {
+        let rate = self.max_rate.load(Ordering::Relaxed);
+        if rate > 0 {
+            if let Err(e) = c.socket.set_max_rate(rate) {
+                warn!(error = %e, "cannot pace the new connection for the stream's rate");
+            }
+        }
         self.conns.write().unwrap_or_else(|p| p.into_inner()).push(c);
     }
 
@@ -122,6 +132,7 @@ impl SrtOutput {
         let initial = OutputStatus::new("srt", name.clone(), url.to_string(), state);
         let (status_tx, status_rx) = watch::channel(initial);
         let shared = Arc::new(Shared::default());
+        let fixed_bandwidth = url.max_bw_bytes_per_s.is_some() || url.input_bw_bytes_per_s.is_some();
         let mut ways = vec![url.clone()];
         ways.extend(then);
         let worker = Worker {
@@ -139,7 +150,7 @@ impl SrtOutput {
         };
         let supervisor = Supervisor::spawn(format!("srt-out-{name}"), Backoff::default(), worker)
             .map_err(|e| OutputError::Thread(e.to_string()))?;
-        Ok(Self { name, shared, status: status_rx, supervisor })
+        Ok(Self { name, fixed_bandwidth, shared, status: status_rx, supervisor })
     }
 
     /// Hands the output one TS buffer: each 1316-byte piece goes straight into every
@@ -174,6 +185,22 @@ impl SrtOutput {
             .iter()
             .filter_map(|c| c.socket.stats().map(|p| (c.addr.clone(), SrtStats::from_perf(&p))))
             .collect()
+    }
+
+    /// Paces every connection, now and later: libsrt sends at most `bytes_per_s`, new packets
+    /// and retransmissions together (`SRTO_MAXBW`); an adaptive bitrate keeps it in step with
+    /// the rate and the link. Not when the URL sets `maxbw` or `inputbw` itself: the user's
+    /// ceiling stays.
+    pub fn set_max_rate(&self, bytes_per_s: i64) {
+        if self.fixed_bandwidth {
+            return;
+        }
+        self.shared.max_rate.store(bytes_per_s, Ordering::Relaxed);
+        for c in self.shared.conns().iter() {
+            if let Err(e) = c.socket.set_max_rate(bytes_per_s) {
+                warn!(output = %self.name, error = %e, "cannot pace the connection for the new rate");
+            }
+        }
     }
 
     /// The output's status, updated a few times a second.

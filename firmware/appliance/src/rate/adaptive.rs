@@ -1,0 +1,440 @@
+//! Our rate law: follow what the link delivers, cut by the queue it builds.
+//!
+//! Every step it measures three things from libsrt's counters of one connection:
+//!
+//! - **what the link delivered** lately: the packets that left the send buffer acknowledged
+//!   (sent once, minus the growth of the send buffer, minus the ones given up) over the last
+//!   round trip (0.3 s to 1 s): on a congested link this is its capacity, on a free link what the
+//!   encoder made;
+//! - **the queue on the way**: the round trip above the lowest one of the last 10 s (a
+//!   bottleneck's buffer filling up shows here long before it drops a packet);
+//! - **the backlog at home**: the send buffer beyond one round trip (packets waiting for their
+//!   first send or a resend).
+//!
+//! and decides, in this order:
+//!
+//! 1. **overload** (a packet given up, or the queue or the backlog past a third of the SRT
+//!    latency: the next packets will be too late): the rate goes to 80 % of what the link
+//!    delivered (and at least 30 % lower), once per round trip;
+//! 2. **queueing** (the queue above what jitter explains: 20 ms, four times the round trip's
+//!    variation, a fifth of the base round trip; or a backlog): 90 % of what the link delivered
+//!    (at least 8 % lower), at most once per round trip plus 100 ms, and not while the rate is
+//!    already under 90 % of it (the queue drains); what it delivered is remembered as the link's
+//!    ceiling;
+//! 3. **calm** (queue and backlog gone), a second after the last cut: up by 3.5 % (at least 40
+//!    kbit/s) every 250 ms, about 15 % a second; within 10 % under the remembered ceiling only by
+//!    0.8 % (3 % a second), and past it, calm, the ceiling is forgotten (the link got better);
+//!    never more than 25 % (plus 300 kbit/s) over what the link was seen to carry in the last 5 s;
+//! 4. otherwise it holds.
+//!
+//! Unlike a rule that drops to the floor when the round trip passes a fixed share of the
+//! latency, a cut lands just under what the link still carries, so the picture keeps most of its
+//! bitrate through a capacity drop; unlike a rule on the round trip alone, loss without a queue
+//! (a radio link's) does not lower the rate: SRT's retransmissions repair it.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::{Bounds, LinkSample, RateDecision, RateLaw, Why, PACKET_BYTES, STEP};
+
+/// How long the lowest round trip is remembered.
+const BASE_WINDOW: Duration = Duration::from_secs(10);
+/// How long what the link carried is remembered, for the bound on rises.
+const PROVEN_WINDOW: Duration = Duration::from_secs(5);
+/// What the link delivered is counted over the last round trip, at least this long (an ACK
+/// that a growing queue holds back for a moment is not a slower link) ...
+const DELIVERED_MIN_WINDOW: Duration = Duration::from_millis(300);
+/// ... and at most this long (a capacity drop shows within a second).
+const DELIVERED_MAX_WINDOW: Duration = Duration::from_secs(1);
+
+/// Our law's state for one connection.
+#[derive(Debug, Clone)]
+pub struct Adaptive {
+    bounds: Bounds,
+    rate: f64,
+    prev: Option<(LinkSample, Duration)>,
+    /// (time, packets acknowledged so far), for the last DELIVERED_MAX_WINDOW.
+    acked: VecDeque<(Duration, i64)>,
+    acked_total: i64,
+    rtt_var: f64,
+    /// (start of a second, lowest round trip in it).
+    base: VecDeque<(Duration, f64)>,
+    /// (time, delivered) once per step, for the last PROVEN_WINDOW.
+    proven: VecDeque<(Duration, f64)>,
+    last_cut: Option<Duration>,
+    /// The queue or backlog when the rate was last cut, ms.
+    pressure_at_cut: f64,
+    last_raise: Duration,
+    ceiling: Option<f64>,
+}
+
+impl Adaptive {
+    /// A law starting at `bounds.start_kbps`.
+    pub fn new(bounds: Bounds) -> Self {
+        Self {
+            bounds,
+            rate: bounds.start_kbps.clamp(bounds.min_kbps, bounds.max_kbps),
+            prev: None,
+            acked: VecDeque::new(),
+            acked_total: 0,
+            rtt_var: 0.0,
+            base: VecDeque::new(),
+            proven: VecDeque::new(),
+            last_cut: None,
+            pressure_at_cut: 0.0,
+            last_raise: Duration::ZERO,
+            ceiling: None,
+        }
+    }
+
+    fn base_rtt(&self) -> f64 {
+        self.base.iter().map(|&(_, r)| r).fold(f64::INFINITY, f64::min)
+    }
+
+    fn note_rtt(&mut self, rtt: f64, now: Duration) {
+        let second = Duration::from_secs(now.as_secs());
+        match self.base.back_mut() {
+            Some((t, r)) if *t == second => *r = r.min(rtt),
+            _ => self.base.push_back((second, rtt)),
+        }
+        while self.base.front().is_some_and(|&(t, _)| now.saturating_sub(t) > BASE_WINDOW) {
+            self.base.pop_front();
+        }
+    }
+
+    fn decide(&mut self, rate: f64, why: Why) -> RateDecision {
+        self.rate = rate.clamp(self.bounds.min_kbps, self.bounds.max_kbps);
+        let why = match why {
+            Why::Rising { .. } if self.rate >= self.bounds.max_kbps => Why::AtMaximum,
+            w => w,
+        };
+        RateDecision { stream_kbps: self.rate, why }
+    }
+}
+
+impl RateLaw for Adaptive {
+    fn step(&mut self, s: &LinkSample, now: Duration) -> RateDecision {
+        let Some((p, then)) = self.prev.replace((*s, now)) else {
+            self.note_rtt(s.rtt_ms, now);
+            return RateDecision { stream_kbps: self.rate, why: Why::Start };
+        };
+        let dt = now.saturating_sub(then).as_secs_f64();
+        if dt <= 0.0 {
+            return RateDecision { stream_kbps: self.rate, why: Why::Holding { link_kbps: 0.0 } };
+        }
+        // What left the send buffer acknowledged since the last sample.
+        let first_sends = (s.packets_sent - s.packets_retransmitted) - (p.packets_sent - p.packets_retransmitted);
+        let acked =
+            first_sends - (s.send_buffer_packets - p.send_buffer_packets) - (s.packets_dropped - p.packets_dropped);
+        self.acked_total += acked.max(0);
+        self.acked.push_back((now, self.acked_total));
+        while self.acked.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
+            self.acked.pop_front();
+        }
+        // The link's rate over the last round trip (at least DELIVERED_MIN_WINDOW).
+        let window =
+            Duration::from_secs_f64(s.rtt_ms.max(0.0) / 1000.0).clamp(DELIVERED_MIN_WINDOW, DELIVERED_MAX_WINDOW);
+        let (t0, a0) = self
+            .acked
+            .iter()
+            .find(|&&(t, _)| now.saturating_sub(t) <= window)
+            .copied()
+            .unwrap_or((then, self.acked_total - acked.max(0)));
+        let rate_since = |t0: Duration, a0: i64| {
+            (self.acked_total - a0) as f64 * PACKET_BYTES * 8.0 / 1000.0 / now.saturating_sub(t0).as_secs_f64().max(dt)
+        };
+        let delivered = rate_since(t0, a0);
+        // What a cut aims under: the last round trip's rate, but within half and all of the last
+        // second's. Packets lost in a drop hold the cumulative ACK back until they are sent again,
+        // so for a round trip the link looks slower than it is (a cut to that would go too deep);
+        // a second's rate still holds what came before a capacity drop (a cut to that alone would
+        // take many steps). So each cut at most halves the rate, and follows a real drop in two.
+        let second = match self.acked.front() {
+            Some(&(t, a)) if t < now => rate_since(t, a),
+            _ => delivered,
+        };
+        let carried = delivered.clamp(second / 2.0, second.max(f64::MIN_POSITIVE));
+        self.proven.push_back((now, delivered));
+        while self.proven.front().is_some_and(|&(t, _)| now.saturating_sub(t) > PROVEN_WINDOW) {
+            self.proven.pop_front();
+        }
+        self.note_rtt(s.rtt_ms, now);
+
+        let latency = if s.latency_ms > 0.0 { s.latency_ms } else { 120.0 };
+        let base = self.base_rtt();
+        let queue = (s.rtt_ms - base).max(0.0);
+        // The backlog: how long what waits in the send buffer takes to leave at the link's rate,
+        // beyond the round trip it always holds and the ACK period. Counted in packets, not by
+        // the buffer's time span: one lost packet waiting for its resend stretches the span, not
+        // the backlog.
+        // (At the rate sent when that is higher: the link's is not known yet at the start, and
+        // a backlog that matters shows at either.)
+        let drain_ms = s.send_buffer_packets.max(0) as f64 * PACKET_BYTES * 8.0 / second.max(self.rate).max(1.0);
+        let backlog = (drain_ms - s.rtt_ms - 50.0).max(0.0);
+        let dropped = s.packets_dropped > p.packets_dropped;
+        // Jitter explains some queue; a queue that grows is no jitter, so the variation is
+        // learnt only while nothing queues (and never hides more than a sixth of the latency).
+        let queue_limit = 20f64.max((4.0 * self.rtt_var).min(latency / 6.0)).max(0.2 * base);
+        if queue <= queue_limit {
+            self.rtt_var = 0.75 * self.rtt_var + 0.25 * (s.rtt_ms - p.rtt_ms).abs();
+        }
+        // A keyframe paced out waits in the send buffer for a moment: a backlog under a quarter
+        // of the latency arrives in time.
+        let backlog_limit = 100f64.max(latency / 4.0);
+        let since_cut = self.last_cut.map(|t| now.saturating_sub(t));
+        let round_trip = Duration::from_secs_f64(s.rtt_ms.max(1.0) / 1000.0);
+
+        // What a cut is to relieve; after a cut, a pressure that falls means the cut works (the
+        // queue drains, the packets lost in the drop are being sent again): no further cut then.
+        let pressure = queue.max(backlog);
+        // (Within 2 s of the cut: later pressure is news.)
+        let relieved = since_cut.is_some_and(|t| t < Duration::from_secs(2)) && pressure < self.pressure_at_cut * 0.9;
+        // Overload: what is queued now arrives near its play time. The queue must drain at once,
+        // so the cut goes to 80 % of the last round trip's rate (with packets lost in the drop,
+        // that reads low: the rate then falls towards the floor, and climbs back from there).
+        if dropped || s.rtt_ms >= latency / 3.0 || backlog > latency / 2.0 {
+            let due = since_cut.is_none_or(|t| t >= round_trip.max(Duration::from_millis(250)));
+            if due && !relieved {
+                self.last_cut = Some(now);
+                self.pressure_at_cut = pressure;
+                self.ceiling = Some(carried);
+                let rate = (self.rate * 0.7).min(delivered * 0.8);
+                return self.decide(rate, Why::Overload { link_kbps: delivered, send_buffer_ms: s.send_buffer_ms });
+            }
+            return self.decide(self.rate, Why::Holding { link_kbps: carried });
+        }
+        if queue > queue_limit || backlog > backlog_limit {
+            // Already under what the link carries: the queue is draining (resends first); a
+            // further cut would only overshoot.
+            let draining = relieved || self.rate <= carried * 0.9;
+            if !draining && since_cut.is_none_or(|t| t >= round_trip + Duration::from_millis(100)) {
+                self.last_cut = Some(now);
+                self.pressure_at_cut = pressure;
+                self.ceiling = Some(carried);
+                let rate = (self.rate * 0.92).min(carried * 0.9);
+                return self.decide(rate, Why::Queueing { link_kbps: carried, queue_ms: pressure });
+            }
+            return self.decide(self.rate, Why::Holding { link_kbps: carried });
+        }
+        let calm = queue < queue_limit / 2.0 && backlog < backlog_limit / 2.0;
+        let rested = since_cut.is_none_or(|t| t >= Duration::from_secs(1));
+        if calm && rested && now.saturating_sub(self.last_raise) >= 5 * STEP {
+            self.last_raise = now;
+            if self.ceiling.is_some_and(|c| self.rate > c * 1.05) {
+                self.ceiling = None;
+            }
+            let near = self.ceiling.is_some_and(|c| self.rate >= c * 0.9);
+            let step = if near { (self.rate * 0.008).max(15.0) } else { (self.rate * 0.035).max(40.0) };
+            let proven = self.proven.iter().map(|&(_, d)| d).fold(0.0, f64::max);
+            let bound = (proven * 1.25 + 300.0).max(self.rate);
+            return self.decide((self.rate + step).min(bound), Why::Rising { link_kbps: delivered });
+        }
+        let why =
+            if self.rate >= self.bounds.max_kbps { Why::AtMaximum } else { Why::Holding { link_kbps: delivered } };
+        self.decide(self.rate, why)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bottleneck as a fluid queue, for closed-loop tests: the encoder sends at the law's rate,
+    /// the link serves `capacity` kbit/s behind a queue of `queue_limit_ms`, the round trip is
+    /// the base one plus the queue's delay, and what waits longer than the latency is given up.
+    /// Not a model of SRT: just enough of a link to close the loop without sleeping.
+    struct Bottleneck {
+        base_rtt_ms: f64,
+        queue_limit_ms: f64,
+        latency_ms: f64,
+        queue_kbit: f64,
+        /// Lost at the queue's tail, sent again in the next step.
+        resend_kbit: f64,
+        sent: i64,
+        retransmitted: i64,
+        lost: i64,
+        dropped: i64,
+        unacked_kbit: f64,
+        /// Share of the rate the encoder really makes (a still picture makes less).
+        fill: f64,
+    }
+
+    impl Bottleneck {
+        fn new(base_rtt_ms: f64, queue_limit_ms: f64, latency_ms: f64) -> Self {
+            Self {
+                base_rtt_ms,
+                queue_limit_ms,
+                latency_ms,
+                queue_kbit: 0.0,
+                resend_kbit: 0.0,
+                sent: 0,
+                retransmitted: 0,
+                lost: 0,
+                dropped: 0,
+                unacked_kbit: 0.0,
+                fill: 1.0,
+            }
+        }
+
+        /// One step at `rate_kbps` over a link of `capacity_kbps`: the sample after it.
+        fn step(&mut self, rate_kbps: f64, capacity_kbps: f64, dt: f64) -> LinkSample {
+            let kbit_per_packet = PACKET_BYTES * 8.0 / 1000.0;
+            let fresh = rate_kbps * self.fill * dt;
+            let resent = std::mem::take(&mut self.resend_kbit);
+            let offered = fresh + resent;
+            let served = (self.queue_kbit + offered).min(capacity_kbps * dt);
+            self.queue_kbit += offered - served;
+            let limit = capacity_kbps * self.queue_limit_ms / 1000.0;
+            if self.queue_kbit > limit {
+                self.resend_kbit = self.queue_kbit - limit;
+                self.lost += (self.resend_kbit / kbit_per_packet).round() as i64;
+                self.queue_kbit = limit;
+            }
+            // What waits longer than the latency is given up by the sender.
+            let mut given_up = 0.0;
+            let too_late = capacity_kbps * (self.latency_ms - self.base_rtt_ms / 2.0) / 1000.0;
+            if self.queue_kbit > too_late {
+                given_up = self.queue_kbit - too_late;
+                self.queue_kbit = too_late;
+            }
+            let rtt = self.base_rtt_ms + self.queue_kbit / capacity_kbps * 1000.0;
+            // A packet leaves the send buffer once it got through (acknowledged) or was given up.
+            self.unacked_kbit += fresh - served - given_up;
+            self.sent += (offered / kbit_per_packet).round() as i64;
+            self.retransmitted += (resent / kbit_per_packet).round() as i64;
+            self.dropped += (given_up / kbit_per_packet).round() as i64;
+            let in_buffer = (self.unacked_kbit.max(0.0) / kbit_per_packet).round() as i64;
+            LinkSample {
+                rtt_ms: rtt,
+                send_buffer_ms: rtt + 30.0,
+                send_buffer_packets: in_buffer,
+                flight_packets: in_buffer,
+                packets_sent: self.sent,
+                packets_retransmitted: self.retransmitted,
+                packets_dropped: self.dropped,
+                bandwidth_mbps: capacity_kbps / 1000.0,
+                send_rate_mbps: rate_kbps / 1000.0,
+                latency_ms: self.latency_ms,
+            }
+        }
+    }
+
+    struct Run {
+        rates: Vec<(f64, f64)>,
+        /// Given up (too late): what a viewer would miss.
+        dropped: i64,
+        /// Lost at the bottleneck and sent again.
+        lost: i64,
+        max_queue_ms: f64,
+    }
+
+    /// Runs the law against the bottleneck over `capacity(t)` for `seconds`.
+    fn run(link: &mut Bottleneck, start_kbps: f64, seconds: f64, capacity: impl Fn(f64) -> f64) -> Run {
+        let bounds = Bounds { min_kbps: 500.0, max_kbps: 8000.0, start_kbps };
+        let mut law = Adaptive::new(bounds);
+        let mut rate = start_kbps;
+        let mut rates = Vec::new();
+        let mut max_queue_ms: f64 = 0.0;
+        let dt = STEP.as_secs_f64();
+        let steps = (seconds / dt) as u64;
+        for i in 0..steps {
+            let t = i as f64 * dt;
+            let s = link.step(rate, capacity(t), dt);
+            max_queue_ms = max_queue_ms.max(s.rtt_ms - link.base_rtt_ms);
+            rate = law.step(&s, STEP * i as u32).stream_kbps;
+            rates.push((t, rate));
+        }
+        Run { rates, dropped: link.dropped, lost: link.lost, max_queue_ms }
+    }
+
+    fn rate_at(run: &Run, t: f64) -> f64 {
+        run.rates.iter().rev().find(|&&(x, _)| x <= t).map(|&(_, r)| r).unwrap()
+    }
+
+    #[test]
+    fn a_free_link_keeps_the_maximum() {
+        let mut link = Bottleneck::new(40.0, 300.0, 500.0);
+        let r = run(&mut link, 8000.0, 60.0, |_| 20_000.0);
+        assert!(r.rates.iter().all(|&(_, x)| x == 8000.0), "never lower on a link with room");
+        assert_eq!(r.dropped + r.lost, 0);
+    }
+
+    #[test]
+    fn a_capacity_step_down_is_followed_within_a_second_without_loss_and_back_up() {
+        // 8 -> 2 Mbit/s at 10 s, back to 5 at 40 s; 150 ms round trip, 300 ms of buffer, latency 1000.
+        let mut link = Bottleneck::new(150.0, 300.0, 1000.0);
+        let cap = |t: f64| {
+            if t < 10.0 {
+                9000.0
+            } else if t < 40.0 {
+                2000.0
+            } else {
+                5000.0
+            }
+        };
+        let r = run(&mut link, 8000.0, 90.0, cap);
+        assert_eq!(r.dropped, 0, "nothing given up");
+        // A 300 ms buffer at 2 Mbit/s fills in 100 ms at 8: packets are lost at the drop
+        // whatever the law does, and sent again (counted each time they are lost).
+        assert!(r.lost > 0, "the model loses at the drop");
+        assert!(rate_at(&r, 11.0) < 2000.0, "under the new capacity 1 s after the drop: {}", rate_at(&r, 11.0));
+        // It settles just under the capacity, not at the floor.
+        let settled: Vec<f64> = r.rates.iter().filter(|&&(t, _)| (25.0..40.0).contains(&t)).map(|&(_, x)| x).collect();
+        let mean = settled.iter().sum::<f64>() / settled.len() as f64;
+        assert!((1500.0..=2050.0).contains(&mean), "mean over 25-40 s: {mean}");
+        assert!(r.max_queue_ms < 333.0, "the queue stayed under a third of the latency: {}", r.max_queue_ms);
+        // And finds the room again.
+        assert!(rate_at(&r, 80.0) > 4000.0, "back towards 5 Mbit/s by 80 s: {}", rate_at(&r, 80.0));
+    }
+
+    #[test]
+    fn a_slow_fade_is_tracked_under_the_capacity() {
+        // 8 Mbit/s fading to 1.5 over 60 s.
+        let mut link = Bottleneck::new(60.0, 200.0, 600.0);
+        let cap = |t: f64| (8000.0 - t * 6500.0 / 60.0).max(1500.0);
+        let r = run(&mut link, 8000.0, 70.0, cap);
+        assert_eq!(r.dropped, 0);
+        for &(t, x) in r.rates.iter().filter(|&&(t, _)| t > 5.0) {
+            assert!(x <= cap(t) * 1.15, "at {t:.1} s: {x} over a capacity of {}", cap(t));
+        }
+        assert!(rate_at(&r, 65.0) > 1000.0, "not at the floor: {}", rate_at(&r, 65.0));
+    }
+
+    #[test]
+    fn a_still_picture_that_makes_less_than_its_rate_is_not_cut() {
+        let mut link = Bottleneck::new(40.0, 300.0, 500.0);
+        link.fill = 0.3;
+        let r = run(&mut link, 8000.0, 30.0, |_| 20_000.0);
+        assert!(r.rates.iter().all(|&(_, x)| x == 8000.0));
+    }
+
+    #[test]
+    fn loss_without_a_queue_does_not_lower_the_rate() {
+        // A radio link: the retransmissions count, nothing queues.
+        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut s = LinkSample { rtt_ms: 60.0, send_buffer_ms: 90.0, latency_ms: 500.0, ..LinkSample::default() };
+        for i in 0..600u32 {
+            s.packets_sent += 24;
+            s.packets_retransmitted += 1;
+            s.send_buffer_packets = 28 + i64::from(i % 3);
+            let d = law.step(&s, STEP * i);
+            assert_eq!(d.stream_kbps, 5000.0, "step {i}: {:?}", d.why);
+        }
+    }
+
+    #[test]
+    fn a_packet_given_up_cuts_at_once_and_says_so() {
+        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut s = LinkSample { rtt_ms: 60.0, send_buffer_ms: 90.0, latency_ms: 500.0, ..LinkSample::default() };
+        for i in 0..40u32 {
+            s.packets_sent += 24;
+            law.step(&s, STEP * i);
+        }
+        s.packets_sent += 24;
+        s.packets_dropped += 3;
+        let d = law.step(&s, STEP * 40);
+        assert!(d.stream_kbps <= 3500.0, "{d:?}");
+        assert!(matches!(d.why, Why::Overload { .. }), "{:?}", d.why);
+        assert!(d.why.to_string().starts_with("link carries "), "{}", d.why);
+    }
+}

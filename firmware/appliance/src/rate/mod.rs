@@ -1,0 +1,390 @@
+//! Adaptive bitrate: the encoder's bitrate follows what the link carries.
+//!
+//! A rate law is a pure function of (its state, one sample of the link, the time): it is handed
+//! libsrt's counters of one connection every [`STEP`] and answers with the stream rate it wants
+//! and why ([`RateLaw`]). [`adaptive::Adaptive`] is ours (docs/architecture.md explains it); the
+//! benchmark holds the baselines it is measured against. [`RateControl`] keeps one law per
+//! connection (a caller, each caller of a listener), takes the lowest rate any of them wants
+//! (one encoder feeds them all), and turns the stream rate into the encoder's video bitrate.
+//! The loop that samples libsrt and applies the result is in `encoder_role`.
+
+pub mod adaptive;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+use telebridge_srt::SrtStats;
+
+pub use adaptive::Adaptive;
+
+/// How often the link is sampled and the law asked.
+pub const STEP: Duration = Duration::from_millis(50);
+
+/// The stream's own overhead over the encoders' bytes: MPEG-TS headers, PES headers, PAT/PMT
+/// and the SRT payload's padding to 188-byte packets (measured: 3-5 % at 1-8 Mbit/s).
+pub const TS_OVERHEAD: f64 = 1.05;
+
+/// One connection at one instant, as libsrt counts it (`srt_bistats`, instantaneous).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct LinkSample {
+    /// Round-trip time, ms (libsrt's smoothed value).
+    pub rtt_ms: f64,
+    /// Sent and not yet acknowledged, as ms of stream.
+    pub send_buffer_ms: f64,
+    /// The same in packets.
+    pub send_buffer_packets: i64,
+    /// Packets in flight.
+    pub flight_packets: i64,
+    /// Packets sent so far, retransmissions included.
+    pub packets_sent: i64,
+    /// Packets sent again so far.
+    pub packets_retransmitted: i64,
+    /// Packets the sender gave up on (too late to be played) so far.
+    pub packets_dropped: i64,
+    /// libsrt's estimate of the link's capacity, Mbit/s (packet pairs; noisy).
+    pub bandwidth_mbps: f64,
+    /// libsrt's current send rate, Mbit/s.
+    pub send_rate_mbps: f64,
+    /// The latency both ends agreed on, ms.
+    pub latency_ms: f64,
+}
+
+impl From<&SrtStats> for LinkSample {
+    fn from(s: &SrtStats) -> Self {
+        Self {
+            rtt_ms: s.rtt_ms,
+            send_buffer_ms: s.send_buffer_ms as f64,
+            send_buffer_packets: s.send_buffer_packets,
+            flight_packets: s.flight_packets,
+            packets_sent: s.packets_sent,
+            packets_retransmitted: s.packets_retransmitted,
+            packets_dropped: s.packets_dropped,
+            bandwidth_mbps: s.bandwidth_mbps,
+            send_rate_mbps: s.send_rate_mbps,
+            latency_ms: s.negotiated_latency_ms as f64,
+        }
+    }
+}
+
+/// Room for retransmissions over the stream's rate (libsrt's default overhead, 25 %).
+pub const RETRANSMIT_ROOM: f64 = 1.25;
+
+/// Bytes of payload in one SRT packet of ours (seven 188-byte TS packets).
+pub const PACKET_BYTES: f64 = 1316.0;
+
+/// Why a law chose its rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Why {
+    /// No sample yet, or the connection just started: the rate it was given.
+    Start,
+    /// The link keeps up: the rate rises towards the maximum.
+    Rising {
+        /// What the link delivered lately, kbit/s.
+        link_kbps: f64,
+    },
+    /// At the configured maximum and the link keeps up.
+    AtMaximum,
+    /// Held: just changed, or the last cut is still being felt.
+    Holding {
+        /// What the link delivered lately, kbit/s.
+        link_kbps: f64,
+    },
+    /// A queue builds up on the way (the round trip grows, or the send buffer holds more than a
+    /// round trip): the rate goes a little under what the link delivers.
+    Queueing {
+        /// What the link delivered lately, kbit/s.
+        link_kbps: f64,
+        /// The round trip above the link's lowest, ms.
+        queue_ms: f64,
+    },
+    /// Packets are about to be too late (the send buffer or the queue near the latency), or
+    /// were given up: the rate drops well under what the link delivers.
+    Overload {
+        /// What the link delivered lately, kbit/s.
+        link_kbps: f64,
+        /// The send buffer, ms.
+        send_buffer_ms: f64,
+    },
+}
+
+impl Why {
+    /// What the link was seen to carry, kbit/s, when the law said.
+    pub fn link_kbps(&self) -> Option<f64> {
+        match *self {
+            Why::Rising { link_kbps }
+            | Why::Holding { link_kbps }
+            | Why::Queueing { link_kbps, .. }
+            | Why::Overload { link_kbps, .. } => Some(link_kbps),
+            Why::Start | Why::AtMaximum => None,
+        }
+    }
+}
+
+impl fmt::Display for Why {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mbps = |k: f64| k / 1000.0;
+        match *self {
+            Why::Start => write!(f, "starting at the configured rate"),
+            Why::Rising { link_kbps } => write!(f, "link carries {:.1} Mbit/s: rising", mbps(link_kbps)),
+            Why::AtMaximum => write!(f, "the link keeps up: at the configured maximum"),
+            Why::Holding { link_kbps } => write!(f, "link carries {:.1} Mbit/s: holding", mbps(link_kbps)),
+            Why::Queueing { link_kbps, queue_ms } => {
+                write!(f, "link carries {:.1} Mbit/s, {queue_ms:.0} ms queued on the way: lower", mbps(link_kbps))
+            }
+            Why::Overload { link_kbps, send_buffer_ms } => write!(
+                f,
+                "link carries {:.1} Mbit/s, {send_buffer_ms:.0} ms waiting to be sent: much lower",
+                mbps(link_kbps)
+            ),
+        }
+    }
+}
+
+/// A law's answer: the stream rate it wants (what SRT carries: video, sound and the TS around
+/// them), kbit/s, and why.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateDecision {
+    /// Stream rate, kbit/s.
+    pub stream_kbps: f64,
+    /// Why.
+    pub why: Why,
+}
+
+/// A rate law: one connection's state, stepped by its samples.
+pub trait RateLaw: Send {
+    /// The stream rate wanted after `sample`, taken at `now` (from any fixed start).
+    fn step(&mut self, sample: &LinkSample, now: Duration) -> RateDecision;
+}
+
+/// Makes a law for a new connection, starting at a stream rate, between two stream rates.
+pub type LawFactory = Box<dyn Fn(Bounds) -> Box<dyn RateLaw> + Send>;
+
+/// What a law may choose between, and where it starts (stream rates, kbit/s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounds {
+    /// The floor.
+    pub min_kbps: f64,
+    /// The ceiling (the configured bitrate).
+    pub max_kbps: f64,
+    /// Where to start.
+    pub start_kbps: f64,
+}
+
+/// What the box chose, for the status, the panel and `--stats json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RateStatus {
+    /// The encoder's video bitrate now, kbit/s.
+    pub video_kbps: u32,
+    /// The configured maximum, kbit/s.
+    pub max_video_kbps: u32,
+    /// The floor, kbit/s.
+    pub min_video_kbps: u32,
+    /// Why, in words ("link carries 2.1 Mbit/s: holding").
+    pub reason: String,
+    /// Why, typed.
+    pub why: Why,
+    /// The connection that set the rate (output name, and the caller's address for a listener).
+    pub link: Option<String>,
+}
+
+impl fmt::Debug for RateControl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateControl").field("links", &self.laws.len()).field("status", &self.status).finish()
+    }
+}
+
+/// One law per connection; the lowest rate wins.
+pub struct RateControl {
+    laws: HashMap<String, Box<dyn RateLaw>>,
+    factory: LawFactory,
+    min_video_kbps: u32,
+    max_video_kbps: u32,
+    audio_kbps: u32,
+    video_kbps: u32,
+    status: RateStatus,
+    /// Where each step's samples and decisions are written (JSON lines), when asked for.
+    recorder: Option<std::io::BufWriter<std::fs::File>>,
+    /// The pacing last handed out, bytes/s.
+    paced: i64,
+    /// What the slowest link was seen to carry at the last step, kbit/s.
+    link_kbps: Option<f64>,
+}
+
+impl RateControl {
+    /// Between `min_video_kbps` and `max_video_kbps` of video (the sound's `audio_kbps` on top),
+    /// starting at the maximum.
+    pub fn new(factory: LawFactory, min_video_kbps: u32, max_video_kbps: u32, audio_kbps: u32) -> Self {
+        let status = RateStatus {
+            video_kbps: max_video_kbps,
+            max_video_kbps,
+            min_video_kbps,
+            reason: Why::Start.to_string(),
+            why: Why::Start,
+            link: None,
+        };
+        Self {
+            laws: HashMap::new(),
+            factory,
+            min_video_kbps,
+            max_video_kbps,
+            audio_kbps,
+            video_kbps: max_video_kbps,
+            status,
+            paced: 0,
+            link_kbps: None,
+            recorder: None,
+        }
+    }
+
+    /// Writes every sample and decision to `path`, one JSON line each (`{"t", "link",
+    /// "sample", "stream_kbps", "why"}`): a recorded trace for the law's tests and for tuning.
+    pub fn record_to(&mut self, path: &std::path::Path) -> std::io::Result<()> {
+        self.recorder = Some(std::io::BufWriter::new(std::fs::File::create(path)?));
+        Ok(())
+    }
+
+    /// How fast SRT may send, bytes/s (`SRTO_MAXBW`): 25 % over the stream's rate for
+    /// retransmissions ([`RETRANSMIT_ROOM`]), and never under what the link was seen to carry, so
+    /// that after a cut the packets lost in the drop can be sent again at the link's speed, not
+    /// at the new, lower rate's.
+    pub fn pace_bytes_per_s(&self) -> i64 {
+        let stream = self.stream_of(f64::from(self.video_kbps)) * RETRANSMIT_ROOM;
+        (stream.max(self.link_kbps.unwrap_or(0.0)) * 125.0) as i64
+    }
+
+    /// The pacing to hand to the SRT outputs when it moved by 10 % since the last time (once
+    /// at the start).
+    pub fn pacing_change(&mut self) -> Option<i64> {
+        let pace = self.pace_bytes_per_s();
+        let moved = self.paced == 0 || (pace - self.paced).abs() * 10 >= self.paced;
+        moved.then(|| {
+            self.paced = pace;
+            pace
+        })
+    }
+
+    fn stream_of(&self, video_kbps: f64) -> f64 {
+        (video_kbps + f64::from(self.audio_kbps)) * TS_OVERHEAD
+    }
+
+    fn video_of(&self, stream_kbps: f64) -> u32 {
+        let v = stream_kbps / TS_OVERHEAD - f64::from(self.audio_kbps);
+        (v.round().max(0.0) as u32).clamp(self.min_video_kbps, self.max_video_kbps)
+    }
+
+    /// One step: a sample of every live connection, keyed by a name that stays the same for
+    /// the connection's life. Connections not named are forgotten (a new one starts at the
+    /// current rate). Returns the video bitrate to set when it changed enough to be worth it
+    /// (2 % or 50 kbit/s).
+    pub fn step(&mut self, links: &[(String, LinkSample)], now: Duration) -> Option<u32> {
+        self.laws.retain(|k, _| links.iter().any(|(n, _)| n == k));
+        let bounds = Bounds {
+            min_kbps: self.stream_of(f64::from(self.min_video_kbps)),
+            max_kbps: self.stream_of(f64::from(self.max_video_kbps)),
+            start_kbps: self.stream_of(f64::from(self.video_kbps)),
+        };
+        let mut lowest: Option<(RateDecision, &str)> = None;
+        for (name, sample) in links {
+            let law = self.laws.entry(name.clone()).or_insert_with(|| (self.factory)(bounds));
+            let d = law.step(sample, now);
+            if let Some(w) = self.recorder.as_mut() {
+                let line = serde_json::json!({
+                    "t": now.as_secs_f64(), "link": name, "sample": sample,
+                    "stream_kbps": d.stream_kbps, "why": d.why,
+                });
+                let _ = writeln!(w, "{line}");
+            }
+            if lowest.is_none_or(|(l, _)| d.stream_kbps < l.stream_kbps) {
+                lowest = Some((d, name));
+            }
+        }
+        let (decision, link) = lowest?;
+        self.link_kbps = decision.why.link_kbps();
+        let video = self.video_of(decision.stream_kbps);
+        self.status.why = decision.why;
+        self.status.reason = decision.why.to_string();
+        self.status.link = Some(link.to_string());
+        let change = video.abs_diff(self.video_kbps);
+        let worth = change >= 50 || f64::from(change) >= f64::from(self.video_kbps) * 0.02;
+        let at_edge = video != self.video_kbps && (video == self.min_video_kbps || video == self.max_video_kbps);
+        if worth || at_edge {
+            self.video_kbps = video;
+            self.status.video_kbps = video;
+            Some(video)
+        } else {
+            None
+        }
+    }
+
+    /// What was chosen and why.
+    pub fn status(&self) -> &RateStatus {
+        &self.status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A law that wants a fixed rate.
+    struct Fixed(f64);
+    impl RateLaw for Fixed {
+        fn step(&mut self, _: &LinkSample, _: Duration) -> RateDecision {
+            RateDecision { stream_kbps: self.0, why: Why::Holding { link_kbps: self.0 } }
+        }
+    }
+
+    #[test]
+    fn the_slowest_connection_sets_the_rate_and_small_changes_are_not_applied() {
+        let factory: LawFactory = Box::new(|b: Bounds| Box::new(Fixed(b.start_kbps)) as Box<dyn RateLaw>);
+        let mut rc = RateControl::new(factory, 300, 4000, 128);
+        // Both laws start at the current rate: no change.
+        let links = vec![("a".to_string(), LinkSample::default()), ("b".to_string(), LinkSample::default())];
+        assert_eq!(rc.step(&links, Duration::ZERO), None);
+        assert_eq!(rc.status().video_kbps, 4000);
+
+        let factory: LawFactory = Box::new(|_| Box::new(Fixed(1000.0)) as Box<dyn RateLaw>);
+        let mut rc = RateControl::new(factory, 300, 4000, 128);
+        let v = rc.step(&links, Duration::ZERO).unwrap();
+        // 1000 kbit/s of stream = 1000/1.05 - 128 of video.
+        assert_eq!(v, 824);
+        assert_eq!(rc.status().reason, "link carries 1.0 Mbit/s: holding");
+        assert_eq!(rc.step(&links, STEP), None, "the same rate is not applied twice");
+    }
+
+    #[test]
+    fn video_stays_within_the_floor_and_the_maximum() {
+        let factory: LawFactory = Box::new(|_| Box::new(Fixed(50.0)) as Box<dyn RateLaw>);
+        let mut rc = RateControl::new(factory, 300, 4000, 128);
+        let links = vec![("a".to_string(), LinkSample::default())];
+        assert_eq!(rc.step(&links, Duration::ZERO), Some(300));
+        let factory: LawFactory = Box::new(|_| Box::new(Fixed(1e6)) as Box<dyn RateLaw>);
+        let mut rc = RateControl::new(factory, 300, 4000, 128);
+        assert_eq!(rc.step(&links, Duration::ZERO), None, "already at the maximum");
+    }
+
+    #[test]
+    fn pacing_leaves_room_for_retransmissions_and_never_starves_them_after_a_cut() {
+        let factory: LawFactory = Box::new(|_| Box::new(Fixed(1000.0)) as Box<dyn RateLaw>);
+        let mut rc = RateControl::new(factory, 300, 4000, 128);
+        // At the start: 25 % over the stream's rate at the maximum.
+        assert_eq!(rc.pacing_change(), Some(((4000.0 + 128.0) * TS_OVERHEAD * RETRANSMIT_ROOM * 125.0) as i64));
+        assert_eq!(rc.pacing_change(), None);
+        // The law cut to 1000 kbit/s of stream, the link carried 1000: 1250 kbit/s of pacing.
+        let links = vec![("a".to_string(), LinkSample::default())];
+        rc.step(&links, Duration::ZERO);
+        // (1000 kbit/s of stream is 824 of video; paced at 25 % over its stream.)
+        assert_eq!(rc.pacing_change(), Some(((824.0 + 128.0) * TS_OVERHEAD * RETRANSMIT_ROOM * 125.0) as i64));
+    }
+
+    #[test]
+    fn no_connection_no_decision() {
+        let factory: LawFactory = Box::new(|_| Box::new(Fixed(1000.0)) as Box<dyn RateLaw>);
+        let mut rc = RateControl::new(factory, 300, 4000, 128);
+        assert_eq!(rc.step(&[], Duration::ZERO), None);
+    }
+}
