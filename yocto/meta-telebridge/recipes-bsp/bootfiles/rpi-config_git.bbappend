@@ -1,8 +1,8 @@
 # config.txt on Telebridge's Yocto image: the running slot's files come from slot-a/ or slot-b/
 # (slot.txt, written by the A/B backend: /usr/lib/telebridge/rauc-tryboot), and the capture
 # hardware the firmware is for: the TC358743 HDMI bridge with its I2S sound, and enough CMA
-# memory for 1080p capture, encoding and a preview. (With the telebridge distro only.)
-do_deploy:append:telebridge() {
+# memory for 1080p capture, encoding and a preview. (With the telebridge-os distro only.)
+do_deploy:append:telebridge-os() {
     cat >> ${DEPLOYDIR}/${BOOTFILES_DIR_NAME}/config.txt <<'CONFIG'
 
 [all]

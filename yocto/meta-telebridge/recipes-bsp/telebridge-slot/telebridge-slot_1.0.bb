@@ -10,7 +10,7 @@ SRC_URI = ""
 
 inherit deploy nopackages
 
-# The card's disk id: the root slots are 7e1eb1d9-02 and -03 (wic/telebridge-rpi.wks).
+# The card's disk id: the root slots are 7e1eb1d9-02 and -03 (files/wic/telebridge-rpi.wks).
 TELEBRIDGE_DISKID ?= "7e1eb1d9"
 
 do_configure[noexec] = "1"

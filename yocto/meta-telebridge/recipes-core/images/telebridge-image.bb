@@ -18,7 +18,7 @@ IMAGE_INSTALL = " \
     ${CORE_IMAGE_EXTRA_INSTALL} \
 "
 
-# The card: wic/telebridge-rpi.wks; the boot partition holds the firmware and config.txt at its
+# The card: files/wic/telebridge-rpi.wks; the boot partition holds the firmware and config.txt at its
 # root, and slot A's kernel, device trees and cmdline.txt in slot-a/.
 WKS_FILE = "telebridge-rpi.wks"
 WIC_CREATE_EXTRA_ARGS = "--no-fstab-update"

@@ -42,7 +42,6 @@ FILES:${PN} += " \
 
 RDEPENDS:${PN} = " \
     avahi-daemon \
-    cloud-utils-growpart \
     e2fsprogs-resize2fs \
     libnss-mdns \
     openssh-keygen \
@@ -50,5 +49,7 @@ RDEPENDS:${PN} = " \
     telebridge \
     util-linux-findmnt \
     util-linux-lsblk \
+    util-linux-partx \
+    util-linux-sfdisk \
     wpa-supplicant-passphrase \
 "
