@@ -15,7 +15,8 @@
 //!
 //! 1. **overload** (a packet given up, or the queue or the backlog past a third of the SRT
 //!    latency: the next packets will be too late): the rate goes to 80 % of what the link
-//!    delivered (and at least 30 % lower), once per round trip;
+//!    delivered (and at least 30 % lower, at most halved), once per round trip; in a
+//!    connection's first second, when what was delivered says little, by 30 %;
 //! 2. **queueing** (the queue above what jitter explains: 20 ms, four times the round trip's
 //!    variation, a fifth of the base round trip; or a backlog): 90 % of what the link delivered
 //!    (at least 8 % lower), at most once per round trip plus 100 ms, and not while the rate is
@@ -53,6 +54,8 @@ pub struct Adaptive {
     bounds: Bounds,
     rate: f64,
     prev: Option<(LinkSample, Duration)>,
+    /// When the first sample came.
+    first: Duration,
     /// (time, packets acknowledged so far), for the last DELIVERED_MAX_WINDOW.
     acked: VecDeque<(Duration, i64)>,
     acked_total: i64,
@@ -75,6 +78,7 @@ impl Adaptive {
             bounds,
             rate: bounds.start_kbps.clamp(bounds.min_kbps, bounds.max_kbps),
             prev: None,
+            first: Duration::ZERO,
             acked: VecDeque::new(),
             acked_total: 0,
             rtt_var: 0.0,
@@ -115,6 +119,7 @@ impl Adaptive {
 impl RateLaw for Adaptive {
     fn step(&mut self, s: &LinkSample, now: Duration) -> RateDecision {
         let Some((p, then)) = self.prev.replace((*s, now)) else {
+            self.first = now;
             self.note_rtt(s.rtt_ms, now);
             return RateDecision { stream_kbps: self.rate, why: Why::Start };
         };
@@ -154,6 +159,9 @@ impl RateLaw for Adaptive {
             _ => delivered,
         };
         let carried = delivered.clamp(second / 2.0, second.max(f64::MIN_POSITIVE));
+        // In the first second of a connection what was acknowledged says little (the first
+        // keyframe, the first ACKs): cuts are then by the rate alone.
+        let known = now.saturating_sub(self.first) >= DELIVERED_MAX_WINDOW;
         self.proven.push_back((now, delivered));
         while self.proven.front().is_some_and(|&(t, _)| now.saturating_sub(t) > PROVEN_WINDOW) {
             self.proven.pop_front();
@@ -198,7 +206,9 @@ impl RateLaw for Adaptive {
                 self.last_cut = Some(now);
                 self.pressure_at_cut = pressure;
                 self.ceiling = Some(carried);
-                let rate = (self.rate * 0.7).min(delivered * 0.8);
+                // (At most halved by one cut: the next round trip's can go on.)
+                let rate =
+                    if known { (self.rate * 0.7).min(delivered * 0.8).max(self.rate * 0.5) } else { self.rate * 0.7 };
                 return self.decide(rate, Why::Overload { link_kbps: delivered, send_buffer_ms: s.send_buffer_ms });
             }
             return self.decide(self.rate, Why::Holding { link_kbps: carried });
@@ -206,12 +216,12 @@ impl RateLaw for Adaptive {
         if queue > queue_limit || backlog > backlog_limit {
             // Already under what the link carries: the queue is draining (resends first); a
             // further cut would only overshoot.
-            let draining = relieved || self.rate <= carried * 0.9;
+            let draining = relieved || (known && self.rate <= carried * 0.9);
             if !draining && since_cut.is_none_or(|t| t >= round_trip + Duration::from_millis(100)) {
                 self.last_cut = Some(now);
                 self.pressure_at_cut = pressure;
                 self.ceiling = Some(carried);
-                let rate = (self.rate * 0.92).min(carried * 0.9);
+                let rate = if known { (self.rate * 0.92).min(carried * 0.9) } else { self.rate * 0.92 };
                 return self.decide(rate, Why::Queueing { link_kbps: carried, queue_ms: pressure });
             }
             return self.decide(self.rate, Why::Holding { link_kbps: carried });
@@ -420,6 +430,35 @@ mod tests {
             let d = law.step(&s, STEP * i);
             assert_eq!(d.stream_kbps, 5000.0, "step {i}: {:?}", d.why);
         }
+    }
+
+    #[test]
+    fn a_connection_that_starts_on_a_keyframe_burst_is_cut_by_its_rate_not_sent_to_the_floor() {
+        // The first second: a round trip swollen by the first keyframe, and hardly anything
+        // acknowledged yet (so what the link "delivered" reads near zero).
+        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
+        let mut s = LinkSample { rtt_ms: 60.0, send_buffer_ms: 90.0, latency_ms: 500.0, ..LinkSample::default() };
+        let mut lowest = f64::MAX;
+        for i in 0..20u32 {
+            s.rtt_ms = if (2..8).contains(&i) { 240.0 } else { 60.0 };
+            s.packets_sent += 28;
+            // The keyframe's 150 packets leave the send buffer over half a second.
+            s.send_buffer_packets = (150 - 15 * i64::from(i)).max(30);
+            lowest = lowest.min(law.step(&s, STEP * i).stream_kbps);
+        }
+        assert!(lowest >= 6000.0 * 0.7 * 0.7 - 1.0, "cut to {lowest} on the first keyframe");
+        // Later, the same overload with what the link delivered known: at most halved per cut.
+        for i in 20..60u32 {
+            s.rtt_ms = 60.0;
+            s.packets_sent += 28;
+            s.send_buffer_packets = 30;
+            law.step(&s, STEP * i);
+        }
+        let before = law.step(&s, STEP * 60).stream_kbps;
+        s.packets_dropped += 5;
+        s.rtt_ms = 240.0;
+        let after = law.step(&s, STEP * 61).stream_kbps;
+        assert!(after < before * 0.71 && after >= before * 0.5 - 1.0, "{before} -> {after}");
     }
 
     #[test]

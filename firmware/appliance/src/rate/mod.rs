@@ -10,7 +10,7 @@
 
 pub mod adaptive;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io::Write as _;
 use std::time::Duration;
@@ -71,6 +71,10 @@ impl From<&SrtStats> for LinkSample {
 
 /// Room for retransmissions over the stream's rate (libsrt's default overhead, 25 %).
 pub const RETRANSMIT_ROOM: f64 = 1.25;
+
+/// How long the pacing keeps the rate chosen before a cut: what the encoder made at that rate
+/// (its rate buffer, a keyframe) is still on its way to the send buffer and must leave in time.
+pub const PACE_HOLD: Duration = Duration::from_secs(1);
 
 /// Bytes of payload in one SRT packet of ours (seven 188-byte TS packets).
 pub const PACKET_BYTES: f64 = 1316.0;
@@ -212,6 +216,8 @@ pub struct RateControl {
     paced: i64,
     /// What the slowest link was seen to carry at the last step, kbit/s.
     link_kbps: Option<f64>,
+    /// The video bitrates set in the last PACE_HOLD (time set, kbit/s), the newest last.
+    recent: VecDeque<(Duration, u32)>,
 }
 
 impl RateControl {
@@ -237,6 +243,7 @@ impl RateControl {
             paced: 0,
             link_kbps: None,
             recorder: None,
+            recent: VecDeque::new(),
         }
     }
 
@@ -250,9 +257,11 @@ impl RateControl {
     /// How fast SRT may send, bytes/s (`SRTO_MAXBW`): 25 % over the stream's rate for
     /// retransmissions ([`RETRANSMIT_ROOM`]), and never under what the link was seen to carry, so
     /// that after a cut the packets lost in the drop can be sent again at the link's speed, not
-    /// at the new, lower rate's.
+    /// at the new, lower rate's; and for [`PACE_HOLD`] after a cut at the rate before it, so
+    /// that what the encoder made at that rate leaves the send buffer before its play time.
     pub fn pace_bytes_per_s(&self) -> i64 {
-        let stream = self.stream_of(f64::from(self.video_kbps)) * RETRANSMIT_ROOM;
+        let video = self.recent.iter().map(|&(_, v)| v).fold(self.video_kbps, u32::max);
+        let stream = self.stream_of(f64::from(video)) * RETRANSMIT_ROOM;
         (stream.max(self.link_kbps.unwrap_or(0.0)) * 125.0) as i64
     }
 
@@ -311,7 +320,11 @@ impl RateControl {
         let change = video.abs_diff(self.video_kbps);
         let worth = change >= 50 || f64::from(change) >= f64::from(self.video_kbps) * 0.02;
         let at_edge = video != self.video_kbps && (video == self.min_video_kbps || video == self.max_video_kbps);
+        while self.recent.front().is_some_and(|&(t, _)| now.saturating_sub(t) > PACE_HOLD) {
+            self.recent.pop_front();
+        }
         if worth || at_edge {
+            self.recent.push_back((now, self.video_kbps));
             self.video_kbps = video;
             self.status.video_kbps = video;
             Some(video)
@@ -374,10 +387,15 @@ mod tests {
         // At the start: 25 % over the stream's rate at the maximum.
         assert_eq!(rc.pacing_change(), Some(((4000.0 + 128.0) * TS_OVERHEAD * RETRANSMIT_ROOM * 125.0) as i64));
         assert_eq!(rc.pacing_change(), None);
-        // The law cut to 1000 kbit/s of stream, the link carried 1000: 1250 kbit/s of pacing.
+        // The law cut to 1000 kbit/s of stream: for a second the pacing stays where it was
+        // (what the encoder made at 4000 is still on its way) ...
         let links = vec![("a".to_string(), LinkSample::default())];
         rc.step(&links, Duration::ZERO);
-        // (1000 kbit/s of stream is 824 of video; paced at 25 % over its stream.)
+        assert_eq!(rc.status().video_kbps, 824);
+        rc.step(&links, Duration::from_millis(900));
+        assert_eq!(rc.pacing_change(), None, "lowered before the encoder's output could follow");
+        // ... then 25 % over the new stream (1000 kbit/s of stream is 824 of video).
+        rc.step(&links, Duration::from_millis(1100));
         assert_eq!(rc.pacing_change(), Some(((824.0 + 128.0) * TS_OVERHEAD * RETRANSMIT_ROOM * 125.0) as i64));
     }
 
