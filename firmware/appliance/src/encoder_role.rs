@@ -170,7 +170,7 @@ pub async fn run_encoder(
     let pace = |outputs: &[(String, Arc<Output>, telebridge_media::TsConsumerId)], bytes_per_s: i64| {
         for (_, o, _) in outputs {
             if let Output::Srt(o) = o.as_ref() {
-                o.set_max_rate(bytes_per_s);
+                o.pace_by_input(bytes_per_s);
             }
         }
     };

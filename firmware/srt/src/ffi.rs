@@ -25,6 +25,7 @@ pub const SRTO_SENDER: c_int = 21;
 pub const SRTO_LATENCY: c_int = 23;
 pub const SRTO_INPUTBW: c_int = 24;
 pub const SRTO_OHEADBW: c_int = 25;
+pub const SRTO_MININPUTBW: c_int = 38;
 pub const SRTO_PASSPHRASE: c_int = 26;
 pub const SRTO_PBKEYLEN: c_int = 27;
 pub const SRTO_CONNTIMEO: c_int = 36;

@@ -186,10 +186,17 @@ impl Socket {
             .map_err(|_| SrtError::ours("the passphrase must be 10 to 79 characters long"))
     }
 
-    /// Lets the connection send at most `bytes_per_s`, new packets and retransmissions together
-    /// (`SRTO_MAXBW`, absolute). Works on a connected socket: an adaptive bitrate keeps it in step.
-    pub fn set_max_rate(&self, bytes_per_s: i64) -> Result<(), SrtError> {
-        self.set_i64(ffi::SRTO_MAXBW, bytes_per_s.max(1))
+    /// Paces the connection by what comes in: libsrt measures the input rate and sends new
+    /// packets and retransmissions together at most `overhead_pct` over it, and never takes the
+    /// input for less than `min_bytes_per_s` (`SRTO_MAXBW` 0, `SRTO_INPUTBW` 0, `SRTO_OHEADBW`,
+    /// `SRTO_MININPUTBW`: libsrt's "estimated" mode). Works on a connected socket: an adaptive
+    /// bitrate keeps the floor at the rate it chose, and an encoder slower to follow a cut than
+    /// the floor is still paced at what it really makes.
+    pub fn pace_by_input(&self, min_bytes_per_s: i64, overhead_pct: i32) -> Result<(), SrtError> {
+        self.set_i64(ffi::SRTO_INPUTBW, 0)?;
+        self.set_int(ffi::SRTO_OHEADBW, overhead_pct.clamp(5, 100))?;
+        self.set_i64(ffi::SRTO_MININPUTBW, min_bytes_per_s.max(0))?;
+        self.set_i64(ffi::SRTO_MAXBW, 0)
     }
 
     /// Applies what `url` asks for: latency, encryption, stream id, bandwidth, timeouts.
@@ -387,5 +394,30 @@ impl Drop for Socket {
     fn drop(&mut self) {
         // SAFETY: closing an id twice or a gone id is harmless in libsrt.
         unsafe { ffi::srt_close(self.id) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get_i64(s: &Socket, opt: c_int) -> i64 {
+        let mut v: i64 = -7;
+        let mut len = std::mem::size_of::<i64>() as c_int;
+        // SAFETY: `v` is an i64 and `len` says so; libsrt writes at most `len` bytes.
+        let r = unsafe { ffi::srt_getsockflag(s.id(), opt, std::ptr::addr_of_mut!(v).cast(), &mut len) };
+        assert_eq!(r, 0, "srt_getsockflag({opt})");
+        v
+    }
+
+    #[test]
+    fn pacing_by_input_sets_libsrt_s_estimated_mode_with_the_floor() {
+        let s = Socket::new().expect("a socket");
+        s.pace_by_input(250_000, 25).expect("libsrt takes the options");
+        assert_eq!(get_i64(&s, ffi::SRTO_MAXBW), 0, "relative to the input");
+        assert_eq!(get_i64(&s, ffi::SRTO_INPUTBW), 0, "the input rate measured");
+        assert_eq!(get_i64(&s, ffi::SRTO_MININPUTBW), 250_000);
+        s.pace_by_input(90_000, 25).expect("and again, lower");
+        assert_eq!(get_i64(&s, ffi::SRTO_MININPUTBW), 90_000);
     }
 }

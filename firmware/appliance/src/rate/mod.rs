@@ -10,7 +10,7 @@
 
 pub mod adaptive;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fmt;
 use std::io::Write as _;
 use std::time::Duration;
@@ -68,13 +68,6 @@ impl From<&SrtStats> for LinkSample {
         }
     }
 }
-
-/// Room for retransmissions over the stream's rate (libsrt's default overhead, 25 %).
-pub const RETRANSMIT_ROOM: f64 = 1.25;
-
-/// How long the pacing keeps the rate chosen before a cut: what the encoder made at that rate
-/// (its rate buffer, a keyframe) is still on its way to the send buffer and must leave in time.
-pub const PACE_HOLD: Duration = Duration::from_secs(1);
 
 /// Bytes of payload in one SRT packet of ours (seven 188-byte TS packets).
 pub const PACKET_BYTES: f64 = 1316.0;
@@ -214,10 +207,6 @@ pub struct RateControl {
     recorder: Option<std::io::BufWriter<std::fs::File>>,
     /// The pacing last handed out, bytes/s.
     paced: i64,
-    /// What the slowest link was seen to carry at the last step, kbit/s.
-    link_kbps: Option<f64>,
-    /// The video bitrates set in the last PACE_HOLD (time set, kbit/s), the newest last.
-    recent: VecDeque<(Duration, u32)>,
 }
 
 impl RateControl {
@@ -241,9 +230,7 @@ impl RateControl {
             video_kbps: max_video_kbps,
             status,
             paced: 0,
-            link_kbps: None,
             recorder: None,
-            recent: VecDeque::new(),
         }
     }
 
@@ -254,21 +241,22 @@ impl RateControl {
         Ok(())
     }
 
-    /// How fast SRT may send, bytes/s (`SRTO_MAXBW`): 25 % over the stream's rate for
-    /// retransmissions ([`RETRANSMIT_ROOM`]), and never under what the link was seen to carry, so
-    /// that after a cut the packets lost in the drop can be sent again at the link's speed, not
-    /// at the new, lower rate's; and for [`PACE_HOLD`] after a cut at the rate before it, so
-    /// that what the encoder made at that rate leaves the send buffer before its play time.
-    pub fn pace_bytes_per_s(&self) -> i64 {
-        let video = self.recent.iter().map(|&(_, v)| v).fold(self.video_kbps, u32::max);
-        let stream = self.stream_of(f64::from(video)) * RETRANSMIT_ROOM;
-        (stream.max(self.link_kbps.unwrap_or(0.0)) * 125.0) as i64
+    /// The least input rate SRT's pacing assumes, bytes/s (`SRTO_MININPUTBW`): the stream's
+    /// rate. libsrt paces at 25 % over the larger of that and the input rate it measures
+    /// ([`telebridge_srt::output::PACING_OVERHEAD_PCT`]): right after a cut the encoder still makes the old rate for a
+    /// moment (its rate buffer), and those packets leave at their own rate, not the new one.
+    /// (Two earlier designs, seen failing in the benchmark's rate traces: pacing at 25 % over
+    /// the chosen rate held back what the encoder still made, which the send buffer then
+    /// dropped as too late; pacing at what the link had carried let SRT resend the packets of a
+    /// capacity drop again and again at the old speed, which kept the queue full for seconds.)
+    pub fn min_input_bytes_per_s(&self) -> i64 {
+        (self.stream_of(f64::from(self.video_kbps)) * 125.0) as i64
     }
 
     /// The pacing to hand to the SRT outputs when it moved by 10 % since the last time (once
     /// at the start).
     pub fn pacing_change(&mut self) -> Option<i64> {
-        let pace = self.pace_bytes_per_s();
+        let pace = self.min_input_bytes_per_s();
         let moved = self.paced == 0 || (pace - self.paced).abs() * 10 >= self.paced;
         moved.then(|| {
             self.paced = pace;
@@ -312,7 +300,6 @@ impl RateControl {
             }
         }
         let (decision, link) = lowest?;
-        self.link_kbps = decision.why.link_kbps();
         let video = self.video_of(decision.stream_kbps);
         self.status.why = decision.why;
         self.status.reason = decision.why.to_string();
@@ -320,11 +307,7 @@ impl RateControl {
         let change = video.abs_diff(self.video_kbps);
         let worth = change >= 50 || f64::from(change) >= f64::from(self.video_kbps) * 0.02;
         let at_edge = video != self.video_kbps && (video == self.min_video_kbps || video == self.max_video_kbps);
-        while self.recent.front().is_some_and(|&(t, _)| now.saturating_sub(t) > PACE_HOLD) {
-            self.recent.pop_front();
-        }
         if worth || at_edge {
-            self.recent.push_back((now, self.video_kbps));
             self.video_kbps = video;
             self.status.video_kbps = video;
             Some(video)
@@ -381,22 +364,17 @@ mod tests {
     }
 
     #[test]
-    fn pacing_leaves_room_for_retransmissions_and_never_starves_them_after_a_cut() {
+    fn pacing_leaves_room_for_retransmissions_and_follows_a_cut() {
         let factory: LawFactory = Box::new(|_| Box::new(Fixed(1000.0)) as Box<dyn RateLaw>);
         let mut rc = RateControl::new(factory, 300, 4000, 128);
-        // At the start: 25 % over the stream's rate at the maximum.
-        assert_eq!(rc.pacing_change(), Some(((4000.0 + 128.0) * TS_OVERHEAD * RETRANSMIT_ROOM * 125.0) as i64));
+        // At the start: the stream's rate at the maximum (libsrt adds its 25 %).
+        assert_eq!(rc.pacing_change(), Some(((4000.0 + 128.0) * TS_OVERHEAD * 125.0) as i64));
         assert_eq!(rc.pacing_change(), None);
-        // The law cut to 1000 kbit/s of stream: for a second the pacing stays where it was
-        // (what the encoder made at 4000 is still on its way) ...
+        // The law cut to 1000 kbit/s of stream (824 of video): the floor follows.
         let links = vec![("a".to_string(), LinkSample::default())];
         rc.step(&links, Duration::ZERO);
         assert_eq!(rc.status().video_kbps, 824);
-        rc.step(&links, Duration::from_millis(900));
-        assert_eq!(rc.pacing_change(), None, "lowered before the encoder's output could follow");
-        // ... then 25 % over the new stream (1000 kbit/s of stream is 824 of video).
-        rc.step(&links, Duration::from_millis(1100));
-        assert_eq!(rc.pacing_change(), Some(((824.0 + 128.0) * TS_OVERHEAD * RETRANSMIT_ROOM * 125.0) as i64));
+        assert_eq!(rc.pacing_change(), Some(((824.0 + 128.0) * TS_OVERHEAD * 125.0) as i64));
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub enum OutputError {
 #[derive(Debug)]
 pub struct SrtOutput {
     name: String,
-    /// The URL sets `maxbw` or `inputbw`: [`SrtOutput::set_max_rate`] leaves it alone.
+    /// The URL sets `maxbw` or `inputbw`: [`SrtOutput::pace_by_input`] leaves it alone.
     fixed_bandwidth: bool,
     shared: Arc<Shared>,
     status: watch::Receiver<OutputStatus>,
@@ -66,8 +66,12 @@ struct Shared {
     conns: RwLock<Vec<Arc<Conn>>>,
     dropped: AtomicU64,
     /// How fast new connections may send, bytes/s (0: as the URL says).
-    max_rate: AtomicI64,
+    min_input_rate: AtomicI64,
 }
+
+/// Room for retransmissions over the input rate when an output is paced by it (libsrt's
+/// default, 25 %).
+pub const PACING_OVERHEAD_PCT: i32 = 25;
 
 impl Shared {
     fn conns(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Conn>>> {
@@ -75,9 +79,9 @@ impl Shared {
     }
 
     fn add(&self, c: Arc<Conn>) {
-        let rate = self.max_rate.load(Ordering::Relaxed);
+        let rate = self.min_input_rate.load(Ordering::Relaxed);
         if rate > 0 {
-            if let Err(e) = c.socket.set_max_rate(rate) {
+            if let Err(e) = c.socket.pace_by_input(rate, PACING_OVERHEAD_PCT) {
                 warn!(error = %e, "cannot pace the new connection for the stream's rate");
             }
         }
@@ -187,17 +191,17 @@ impl SrtOutput {
             .collect()
     }
 
-    /// Paces every connection, now and later: libsrt sends at most `bytes_per_s`, new packets
-    /// and retransmissions together (`SRTO_MAXBW`); an adaptive bitrate keeps it in step with
-    /// the rate and the link. Not when the URL sets `maxbw` or `inputbw` itself: the user's
-    /// ceiling stays.
-    pub fn set_max_rate(&self, bytes_per_s: i64) {
+    /// Paces every connection, now and later, by its measured input rate, 25 % over it for
+    /// retransmissions ([`PACING_OVERHEAD_PCT`]), and never slower than `bytes_per_s`
+    /// ([`crate::Socket::pace_by_input`]); an adaptive bitrate keeps the floor at the rate it
+    /// chose. Not when the URL sets `maxbw` or `inputbw` itself: the user's ceiling stays.
+    pub fn pace_by_input(&self, bytes_per_s: i64) {
         if self.fixed_bandwidth {
             return;
         }
-        self.shared.max_rate.store(bytes_per_s, Ordering::Relaxed);
+        self.shared.min_input_rate.store(bytes_per_s, Ordering::Relaxed);
         for c in self.shared.conns().iter() {
-            if let Err(e) = c.socket.set_max_rate(bytes_per_s) {
+            if let Err(e) = c.socket.pace_by_input(bytes_per_s, PACING_OVERHEAD_PCT) {
                 warn!(output = %self.name, error = %e, "cannot pace the connection for the new rate");
             }
         }
