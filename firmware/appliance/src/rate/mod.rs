@@ -108,19 +108,6 @@ pub enum Why {
     },
 }
 
-impl Why {
-    /// What the link was seen to carry, kbit/s, when the law said.
-    pub fn link_kbps(&self) -> Option<f64> {
-        match *self {
-            Why::Rising { link_kbps }
-            | Why::Holding { link_kbps }
-            | Why::Queueing { link_kbps, .. }
-            | Why::Overload { link_kbps, .. } => Some(link_kbps),
-            Why::Start | Why::AtMaximum => None,
-        }
-    }
-}
-
 impl fmt::Display for Why {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mbps = |k: f64| k / 1000.0;
