@@ -162,17 +162,33 @@ mod tests {
     #[test]
     fn calm_rises_by_thirty_kbit_and_a_thirtieth_every_half_second() {
         let mut b = Belacoder::new(Bounds { min_kbps: 500.0, max_kbps: 6000.0, start_kbps: 1000.0 });
-        let mut last = 1000.0;
-        let mut rises = 0;
-        for i in 0..250u32 {
+        // Its slow average of the send rate starts at nothing, so the first steps see a send
+        // buffer over what that rate carries in half the latency and cut once: a second to settle.
+        for i in 0..50u32 {
+            b.step(&sample(40.0, 20), STEP * i);
+        }
+        let start = b.rate;
+        let mut rises = Vec::new();
+        let mut last = start;
+        for i in 50..300u32 {
             // 5 s of a steady 40 ms round trip.
             let d = b.step(&sample(40.0, 20), STEP * i);
-            if d.stream_kbps > last {
-                rises += 1;
+            assert!(b.rate >= last, "a fall at {:?}: {last} -> {}", STEP * i, b.rate);
+            if b.rate > last {
+                rises.push(STEP * i);
             }
-            last = d.stream_kbps;
+            last = b.rate;
+            // The encoder is set rounded down to 100 kbit/s.
+            assert_eq!(d.stream_kbps, (b.rate / 100_000.0).floor() * 100.0);
         }
-        assert!((8..=11).contains(&rises), "{rises} rises in 5 s");
-        assert!(last > 1300.0 && last < 1500.0, "{last}");
+        assert_eq!(rises.len(), 10, "{rises:?}");
+        for w in rises.windows(2) {
+            assert!(w[1] - w[0] >= Duration::from_millis(500), "{rises:?}");
+        }
+        let mut expected = start;
+        for _ in 0..10 {
+            expected += 30_000.0 + expected / 30.0;
+        }
+        assert!((b.rate - expected).abs() < 1.0, "{} after {start}, expected {expected}", b.rate);
     }
 }
