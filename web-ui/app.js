@@ -359,6 +359,7 @@ const FIELDS = [
   ['audio.source', 'Audio source', 'test (a tone) or alsa:DEVICE.'],
   ['audio.codec', 'Audio codec', 'aac, or none for no sound.', ['aac', 'none']],
   ['audio.bitrate_kbps', 'Audio bitrate (kbit/s)', '32-320.', 'number'],
+  ['audio.delay_ms', 'Audio delay (ms)', '-500 to 500. Plays the sound later (or, negative, earlier) for a source known to be off; the decoder\'s A/V offset shows what arrives.', 'number'],
   ['decoder.input', 'Decoder input', 'srt://:9000?mode=listener&latency=200 to wait for a caller.'],
   ['decoder.sink', 'Decoder output', 'auto, kms (HDMI), window, fake or file:PATH.'],
   ['web.metrics_token', 'Metrics token', 'A bearer token for /metrics, 16+ characters; empty for none. Shown as **** once set.'],

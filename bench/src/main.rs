@@ -8,6 +8,7 @@ mod abr;
 mod fanout;
 mod golive;
 mod idle;
+mod lipsync;
 mod panel;
 mod plot;
 mod reader;
@@ -61,6 +62,10 @@ enum Bench {
     },
     /// The appliance daemon at rest (not live): RSS and CPU, with simulated GPIO and with none.
     Idle,
+    /// Lip sync: the sound-to-picture offset of the test sources' flash and beep, our encoder
+    /// to our decoder and to ffmpeg, and ffmpeg's sources to our decoder, at 720p30 and
+    /// 1080p30, over loopback and a lossy link.
+    Lipsync,
     /// Glass-to-glass latency, SRT against RTMP, per profile (the RTMP-vs-SRT study's test).
     Latency {
         /// SRT latency as multiples of the profile's RTT, one side-by-side run each (Haivision's
@@ -128,6 +133,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Abr => runtime.block_on(abr::run(&args.out, args.quick)),
         Bench::Fanout => fanout::run(&args.out, args.quick),
         Bench::Idle => idle::run(args.quick),
+        Bench::Lipsync => runtime.block_on(lipsync::run(&args.profiles, &args.out, args.quick)),
         Bench::GoLive { telebridge } => golive::run(args.quick, telebridge),
         Bench::Latency { rtt_factors } => {
             runtime.block_on(rtmp_srt::latency(&args.profiles, &args.out, args.quick, &rtt_factors))

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! SrtInput (srtsrc ! appsink) ──TS──► DecodePipeline (restarted per connection) ──frames──► Display (never torn down)
-//!                                              └── timecode reader ──► LatencyWindow
+//!                                              ├── timecode reader ──► LatencyWindow
+//!                                              └── flash and beep readers ──► AvMeter (lip sync)
 //! ```
 
 use std::future::Future;
@@ -18,6 +19,7 @@ use telebridge_media::decode_pipeline::{AudioOut, DecodePipeline, DecoderCounter
 use telebridge_media::decoder_choice::{choose_decoder, DecoderChoice};
 use telebridge_media::display::{Display, SinkKind};
 use telebridge_media::latency::{LatencyHistogram, LatencySummary, LatencyWindow};
+use telebridge_media::lipsync::{AvMeter, AvOffsetSummary};
 use telebridge_media::timecode;
 use telebridge_media::Platform;
 use telebridge_media::{EncoderPipeline, EncoderSettings, TsFanout};
@@ -119,6 +121,9 @@ pub struct DecodeSample {
     /// The bridge's round trip glass to glass over the last 5 s: this box's own timecode, shown
     /// by the far box and returned in its picture, on this box's clock alone.
     pub round_trip: Option<LatencySummary>,
+    /// Lip sync over the last 10 s, when the sender's sound and picture carry the test source's
+    /// marks: the picture's time less the sound's (positive: the sound comes first).
+    pub av_offset: Option<AvOffsetSummary>,
     /// The `--loop-to` output, when there is one.
     pub loop_output: Option<OutputStatus>,
 }
@@ -136,6 +141,8 @@ pub struct DecodeSummary {
     pub latency: Option<LatencySummary>,
     /// The bridge's round trip over the whole run.
     pub round_trip: Option<LatencySummary>,
+    /// Lip sync over the whole run.
+    pub av_offset: Option<AvOffsetSummary>,
     /// Seconds the slate was on screen (counted once a second).
     pub slate_s: u64,
 }
@@ -256,6 +263,22 @@ pub async fn run_decoder(
         })
     };
     let round_trip = Arc::new(Mutex::new(RoundTrip::default()));
+    let clock = Instant::now();
+    let since = move || clock.elapsed().as_nanos() as u64;
+    let av = Arc::new(Mutex::new(AvMeter::new(Duration::from_secs(10))));
+    let on_mark: telebridge_media::decode_pipeline::MarkConsumer = {
+        let av = av.clone();
+        Arc::new(move |mark| {
+            let mut m = av.lock().unwrap_or_else(|p| p.into_inner());
+            let event = match mark {
+                telebridge_media::decode_pipeline::AvMark::Flash(t) => m.flash(t, since()),
+                telebridge_media::decode_pipeline::AvMark::Beep(t) => m.beep(t, since()),
+            };
+            if let Some(e) = event {
+                tracing::debug!(offset_ms = e.offset_ms, "lip sync");
+            }
+        })
+    };
     let on_timecode: telebridge_media::decode_pipeline::TimecodeConsumer = {
         let (recent, whole, echo_to, round_trip) =
             (recent.clone(), whole.clone(), options.echo.clone(), round_trip.clone());
@@ -275,8 +298,14 @@ pub async fn run_decoder(
         })
     };
     let on_data: telebridge_srt::input::TsConsumer = {
-        let (decoding, counters, decoder, audio, preview) =
-            (decoding.clone(), counters.clone(), decoder.clone(), options.audio.clone(), options.preview.clone());
+        let (decoding, counters, decoder, audio, preview, av) = (
+            decoding.clone(),
+            counters.clone(),
+            decoder.clone(),
+            options.audio.clone(),
+            options.preview.clone(),
+            av.clone(),
+        );
         Arc::new(move |data: &[u8]| {
             let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
             // A gap means a new connection or a sender restart: start the decoder afresh.
@@ -284,12 +313,14 @@ pub async fn run_decoder(
             if d.pipeline.is_none() || stale {
                 d.pipeline = None;
                 counters.new_connection();
+                av.lock().unwrap_or_else(|p| p.into_inner()).new_stream();
                 let started = DecodePipeline::start(
                     &decoder,
                     &audio,
                     counters.clone(),
                     on_frame.clone(),
                     on_timecode.clone(),
+                    on_mark.clone(),
                     preview.clone(),
                 );
                 match started {
@@ -393,6 +424,7 @@ pub async fn run_decoder(
                 },
                 latency: recent.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
                 round_trip: round_trip.lock().unwrap_or_else(|p| p.into_inner()).recent.summary(Instant::now()),
+                av_offset: av.lock().unwrap_or_else(|p| p.into_inner()).summary(since()),
                 loop_output: looped.as_ref().map(|l| l.output.status().borrow().clone()),
             };
             if let Some(cb) = &options.on_sample {
@@ -416,6 +448,7 @@ pub async fn run_decoder(
         input: final_input,
         latency: whole.lock().unwrap_or_else(|p| p.into_inner()).summary(),
         round_trip: round_trip.lock().unwrap_or_else(|p| p.into_inner()).whole.summary(),
+        av_offset: av.lock().unwrap_or_else(|p| p.into_inner()).whole_summary(),
         slate_s,
     };
     if let Ok(mut d) = Arc::try_unwrap(display) {

@@ -122,11 +122,14 @@ pub struct AudioConfig {
     pub codec: String,
     /// AAC bitrate, kbit/s (32-320).
     pub bitrate_kbps: u32,
+    /// How much later the sound plays than it was captured, ms (-500 to 500): for a source
+    /// known to be off, e.g. a camera whose picture lags its microphone. Negative plays it earlier.
+    pub delay_ms: i32,
 }
 
 impl Default for AudioConfig {
     fn default() -> Self {
-        Self { source: "test".to_string(), codec: "aac".to_string(), bitrate_kbps: 128 }
+        Self { source: "test".to_string(), codec: "aac".to_string(), bitrate_kbps: 128, delay_ms: 0 }
     }
 }
 

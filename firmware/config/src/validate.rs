@@ -117,6 +117,8 @@ pub struct ValidConfig {
     pub picture: Picture,
     /// AAC bitrate, kbit/s.
     pub audio_bitrate_kbps: u32,
+    /// `audio.delay_ms`: the sound played this much later (negative: earlier).
+    pub audio_delay_ms: i32,
     /// Parsed `decoder.sink`.
     pub decoder_sink: DecoderSink,
     /// Parsed `decoder.audio_out`.
@@ -208,6 +210,12 @@ impl Config {
         let audio_source = AudioSource::parse(&a.source).map_err(|m| err("audio.source", m)).ok();
         let audio_codec = AudioCodec::parse(&a.codec).map_err(|m| err("audio.codec", m)).ok();
         range(&mut err, "audio.bitrate_kbps", a.bitrate_kbps, 32, 320, " kbit/s");
+        if !(-AUDIO_DELAY_MAX_MS..=AUDIO_DELAY_MAX_MS).contains(&a.delay_ms) {
+            err(
+                "audio.delay_ms",
+                format!("{} is out of range -{AUDIO_DELAY_MAX_MS} to {AUDIO_DELAY_MAX_MS} ms", a.delay_ms),
+            );
+        }
 
         let mut outputs = Vec::new();
         let mut listen_ports: Vec<u16> = Vec::new();
@@ -373,6 +381,7 @@ impl Config {
                     x264_preset: v.x264_preset.clone(),
                 },
                 audio_bitrate_kbps: a.bitrate_kbps,
+                audio_delay_ms: a.delay_ms,
                 decoder_sink,
                 audio_out,
                 role,
@@ -415,6 +424,9 @@ fn name_for(given: &Option<String>, label: String, taken: &[(String, OutputSpec)
 }
 
 /// Reports `value` when it is outside `min..=max`; returns whether it was inside.
+/// The most `audio.delay_ms` may move the sound either way, ms.
+pub const AUDIO_DELAY_MAX_MS: i32 = 500;
+
 fn range(err: &mut impl FnMut(&str, String), field: &str, value: u32, min: u32, max: u32, unit: &str) -> bool {
     let inside = (min..=max).contains(&value);
     if !inside {
@@ -458,6 +470,7 @@ mod tests {
                 "video.min_bitrate_kbps: 5000 is out of range 100-4000 kbit/s (at most video.bitrate_kbps)",
             ),
             (|c| c.audio.codec = "opus".into(), "audio.codec: \"opus\" is not one of aac, none"),
+            (|c| c.audio.delay_ms = -501, "audio.delay_ms: -501 is out of range -500 to 500 ms"),
             (|c| c.audio.source = "pulse".into(), "audio.source: \"pulse\" is not one of test, alsa:DEVICE"),
             (|c| c.name = "my box!".into(), "name: \"my box!\" must be 1-63 characters"),
             (

@@ -2,8 +2,8 @@
 //! sender's restart (new timestamps, new continuity counters) never confuses the decoder.
 //!
 //! ```text
-//! appsrc(TS, leaky) ! tsdemux ─ h264parse ! H.264 decoder ! videoconvert ! I420 ! appsink ──► frames (display, timecode reader)
-//!                            └ aacparse ! avdec_aac ! audioconvert ! audioresample ! audio sink
+//! appsrc(TS, leaky) ! tsdemux ─ h264parse ! H.264 decoder ! videoconvert ! I420 ! appsink ──► frames (display, timecode and flash reader)
+//!                            └ aacparse ! avdec_aac ! audioconvert ! F32 ─(beep reader)─ audioresample ! audioconvert ! audio sink
 //! ```
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -15,6 +15,7 @@ use tracing::{debug, warn};
 
 use crate::decoder_choice::DecoderChoice;
 use crate::error::{make, MediaError};
+use crate::lipsync;
 use crate::timecode::{self, Timecode};
 
 /// Counters of one decode pipeline's life plus the frame size.
@@ -100,6 +101,19 @@ pub type FrameConsumer = Arc<dyn Fn(&gst::Sample) + Send + Sync>;
 /// this box's own), if any.
 pub type TimecodeConsumer = Arc<dyn Fn(Timecode, Option<Timecode>) + Send + Sync>;
 
+/// A lip-sync mark read from the stream, at its presentation time (ns, the pipeline's stream
+/// time, the same for sound and picture).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AvMark {
+    /// The picture's flash started on the frame presented then.
+    Flash(u64),
+    /// The beep started on the sample presented then.
+    Beep(u64),
+}
+
+/// Receives each lip-sync mark.
+pub type MarkConsumer = Arc<dyn Fn(AvMark) + Send + Sync>;
+
 /// A running decode pipeline.
 #[derive(Debug)]
 pub struct DecodePipeline {
@@ -115,6 +129,7 @@ impl DecodePipeline {
         counters: Arc<DecoderCounters>,
         on_frame: FrameConsumer,
         on_timecode: TimecodeConsumer,
+        on_mark: MarkConsumer,
         preview: Option<crate::PreviewSlot>,
     ) -> Result<Self, MediaError> {
         let pipeline = gst::Pipeline::with_name("decoder");
@@ -151,7 +166,14 @@ impl DecodePipeline {
         let aparse = make("aacparse", "gstreamer1.0-plugins-good")?;
         let adec = make("avdec_aac", "gstreamer1.0-libav")?;
         let aconv = make("audioconvert", "gstreamer1.0-plugins-base")?;
+        let f32 = gst::ElementFactory::make("capsfilter")
+            .property(
+                "caps",
+                gst::Caps::builder("audio/x-raw").field("format", "F32LE").field("layout", "interleaved").build(),
+            )
+            .build()?;
         let ares = make("audioresample", "gstreamer1.0-plugins-base")?;
+        let aconv_out = make("audioconvert", "gstreamer1.0-plugins-base")?;
         let asink = match audio {
             AudioOut::Discard => {
                 gst::ElementFactory::make("fakesink").property("sync", false).property("async", false).build()?
@@ -173,7 +195,7 @@ impl DecodePipeline {
         } else {
             vec![&au_filter, &parse, &dec, &convert, &i420, vsink.upcast_ref()]
         };
-        let audio_chain = [&aparse, &adec, &aconv, &ares, &asink];
+        let audio_chain = [&aparse, &adec, &aconv, &f32, &ares, &aconv_out, &asink];
         pipeline.add_many([appsrc.upcast_ref(), &demux])?;
         pipeline.add_many(video_chain.iter().copied())?;
         pipeline.add_many(audio_chain)?;
@@ -221,6 +243,27 @@ impl DecodePipeline {
                 gst::PadProbeReturn::Ok
             });
         }
+        if let Some(pad) = f32.static_pad("src") {
+            let (marks, beeps) = (on_mark.clone(), std::sync::Mutex::new(lipsync::BeepDetector::default()));
+            pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
+                let Some(gst::PadProbeData::Buffer(ref buffer)) = info.data else { return gst::PadProbeReturn::Ok };
+                let caps = pad.current_caps();
+                let format = caps
+                    .as_ref()
+                    .and_then(|c| c.structure(0))
+                    .and_then(|s| Some((s.get::<i32>("rate").ok()? as u32, s.get::<i32>("channels").ok()? as usize)));
+                if let (Some((rate, channels)), Some(pts), Ok(map)) = (format, buffer.pts(), buffer.map_readable()) {
+                    let samples: Vec<f32> =
+                        map.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                    let mut d = beeps.lock().unwrap_or_else(|p| p.into_inner());
+                    for onset in d.samples(&samples, channels, rate, pts.nseconds()) {
+                        marks(AvMark::Beep(onset));
+                    }
+                }
+                gst::PadProbeReturn::Ok
+            });
+        }
+        let flashes = std::sync::Mutex::new(lipsync::FlashDetector::default());
         let last_frame_no = std::sync::Mutex::new(None::<u32>);
         vsink.set_callbacks(
             gst_app::AppSinkCallbacks::builder()
@@ -230,6 +273,13 @@ impl DecodePipeline {
                     if let Some(info) = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok()) {
                         counters.width.store(info.width(), Ordering::Relaxed);
                         counters.height.store(info.height(), Ordering::Relaxed);
+                    }
+                    if let Some(pts) = sample.buffer().and_then(|b| b.pts()) {
+                        let read = sample_flash(&sample);
+                        let started = flashes.lock().unwrap_or_else(|p| p.into_inner()).frame(pts.nseconds(), read);
+                        if let Some(t) = started {
+                            on_mark(AvMark::Flash(t));
+                        }
                     }
                     if let Some((tc, echo)) = sample_timecodes(&sample) {
                         let mut last = last_frame_no.lock().unwrap_or_else(|p| p.into_inner());
@@ -289,6 +339,15 @@ fn discard(demux: &gst::Element, pad: &gst::Pad) {
     if !linked || sink.sync_state_with_parent().is_err() {
         debug!(pad = %pad.name(), "cannot drain a stream the box does not decode");
     }
+}
+
+/// Whether a decoded raw video frame (planar YUV, luma first) shows the lip-sync flash.
+pub fn sample_flash(sample: &gst::Sample) -> Option<bool> {
+    let buffer = sample.buffer()?;
+    let info = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok())?;
+    let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &info).ok()?;
+    let stride = frame.plane_stride()[0] as usize;
+    lipsync::reads_flash(frame.plane_data(0).ok()?, stride, info.width() as usize, info.height() as usize)
 }
 
 /// The burnt-in timecode of a decoded raw video frame (any planar YUV format with luma first),

@@ -10,6 +10,7 @@ pub mod encoder_choice;
 pub mod encoder_pipeline;
 mod error;
 pub mod latency;
+pub mod lipsync;
 pub mod platform;
 pub mod timecode;
 

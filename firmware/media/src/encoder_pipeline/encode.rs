@@ -86,14 +86,15 @@ pub(super) fn add_audio(
     s: &EncoderSettings,
     mux: &gst::Element,
     counters: &Arc<EncoderCounters>,
+    grid: &crate::lipsync::SharedGrid,
 ) -> Result<(), MediaError> {
     let src = match &s.audio_source {
+        // Silence made into the lip-sync beep once a second ([`crate::lipsync`]), in step with
+        // the flash in the test picture: both from the buffers' presentation times.
         AudioSource::Test => gst::ElementFactory::make("audiotestsrc")
             .name("audio-source")
             .property("is-live", true)
-            .property_from_str("wave", "sine")
-            .property("freq", 1000f64)
-            .property("volume", 0.2f64)
+            .property_from_str("wave", "silence")
             .build()?,
         AudioSource::Alsa { device } => gst::ElementFactory::make("alsasrc")
             .name("audio-source")
@@ -107,9 +108,16 @@ pub(super) fn add_audio(
     let resample = make("audioresample", "gstreamer1.0-plugins-base")?;
     let caps = gst::Caps::builder("audio/x-raw").field("rate", 48_000i32).field("channels", 2i32).build();
     let filter = gst::ElementFactory::make("capsfilter").property("caps", &caps).build()?;
-    let aac = if crate::has_element("fdkaacenc") {
-        gst::ElementFactory::make("fdkaacenc").property("bitrate", (s.audio_bitrate_kbps * 1000) as i32).build()?
+    let aac_element = if crate::has_element("fdkaacenc") {
+        "fdkaacenc"
     } else if crate::has_element("avenc_aac") {
+        "avenc_aac"
+    } else {
+        "voaacenc"
+    };
+    let aac = if aac_element == "fdkaacenc" {
+        gst::ElementFactory::make("fdkaacenc").property("bitrate", (s.audio_bitrate_kbps * 1000) as i32).build()?
+    } else if aac_element == "avenc_aac" {
         gst::ElementFactory::make("avenc_aac").property("bitrate", (s.audio_bitrate_kbps * 1000) as i32).build()?
     } else {
         gst::ElementFactory::make("voaacenc")
@@ -121,15 +129,33 @@ pub(super) fn add_audio(
     let queue = gst::ElementFactory::make("queue").property("max-size-time", 500_000_000u64).build()?;
     let chain = [&src, &convert, &resample, &filter, &aac, &parse, &queue];
     pipeline.add_many(chain)?;
-    gst::Element::link_many(chain)?;
+    if s.audio_source == AudioSource::Test {
+        let beep = gst::Caps::builder("audio/x-raw")
+            .field("format", "F32LE")
+            .field("layout", "interleaved")
+            .field("rate", 48_000i32)
+            .field("channels", 2i32)
+            .build();
+        let beep_filter = gst::ElementFactory::make("capsfilter").property("caps", &beep).build()?;
+        pipeline.add(&beep_filter)?;
+        gst::Element::link_many([&src, &beep_filter, &convert])?;
+        if let Some(pad) = beep_filter.static_pad("src") {
+            add_beep(&pad, grid.clone());
+        }
+        gst::Element::link_many(&chain[1..])?;
+    } else {
+        gst::Element::link_many(chain)?;
+    }
     queue.link(mux)?;
     // The sound reaches the muxer later than the picture of the same instant (a source period,
     // an AAC frame of 21.3 ms and the encoder's look-ahead, against about 6 ms for the picture),
     // and the muxer interleaves by time: it would hold each picture for that long. Labelling
     // the sound AUDIO_TRAIL later lets the picture go at once; the sound then plays that much
     // behind the picture, inside EBU R37's tolerance for sound late (60 ms).
+    // A configured delay (audio.delay_ms) moves the sound's labels the same way; the AAC
+    // encoder's priming samples, which every decoder plays first, the other way.
     if let Some(pad) = queue.static_pad("src").and_then(|p| p.peer()) {
-        pad.set_offset(AUDIO_TRAIL.as_nanos() as i64);
+        pad.set_offset(audio_offset_ns(s.audio_delay_ms, aac_priming(aac_element)));
     }
     let c = counters.clone();
     if let Some(pad) = parse.static_pad("src") {
@@ -139,6 +165,58 @@ pub(super) fn add_audio(
         });
     }
     Ok(())
+}
+
+/// How much later than the picture of the same instant the sound is labelled, ns: the muxer's
+/// [`AUDIO_TRAIL`] and the configured delay, less the encoder's `priming`.
+pub(super) fn audio_offset_ns(delay_ms: i32, priming: std::time::Duration) -> i64 {
+    AUDIO_TRAIL.as_nanos() as i64 + i64::from(delay_ms) * 1_000_000 - priming.as_nanos() as i64
+}
+
+/// The silence an AAC encoder puts before the first sound, at 48 kHz: its output is labelled
+/// from the first input sample's time, and decoders (GStreamer's, ffmpeg's) play the priming
+/// too, so without this the sound plays that much late. Measured here (an onset at a known
+/// sample through the encoder, decoded by ffmpeg): avenc_aac 1024 samples, voaacenc 1601;
+/// fdkaacenc's (not installed here) is libfdk's AAC-LC delay, 2048.
+pub fn aac_priming(element: &str) -> std::time::Duration {
+    let samples: u64 = match element {
+        "avenc_aac" => 1024,
+        "voaacenc" => 1601,
+        "fdkaacenc" => 2048,
+        _ => 0,
+    };
+    std::time::Duration::from_nanos(samples * 1_000_000_000 / 48_000)
+}
+
+/// Writes the lip-sync beep into the test source's (silent, F32 interleaved) buffers.
+fn add_beep(pad: &gst::Pad, grid: crate::lipsync::SharedGrid) {
+    pad.add_probe(gst::PadProbeType::BUFFER, move |pad, probe| {
+        let caps = pad.current_caps();
+        let Some((rate, channels)) = caps
+            .as_ref()
+            .and_then(|c| c.structure(0))
+            .and_then(|s| Some((s.get::<i32>("rate").ok()? as u32, s.get::<i32>("channels").ok()? as usize)))
+        else {
+            return gst::PadProbeReturn::Ok;
+        };
+        if let Some(gst::PadProbeData::Buffer(ref mut buffer)) = probe.data {
+            let Some(pts) = buffer.pts() else { return gst::PadProbeReturn::Ok };
+            let buffer = buffer.make_mut();
+            if let Ok(mut map) = buffer.map_writable() {
+                let bytes = map.as_mut_slice();
+                let mut samples: Vec<f32> = vec![0.0; bytes.len() / 4];
+                crate::lipsync::fill_beep(&mut samples, channels, rate, pts.nseconds(), *lock(&grid));
+                for (out, s) in bytes.chunks_exact_mut(4).zip(&samples) {
+                    out.copy_from_slice(&s.to_le_bytes());
+                }
+            }
+        }
+        gst::PadProbeReturn::Ok
+    });
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Tries an encoder on a few frames: `Ok` if it produced them within two seconds.

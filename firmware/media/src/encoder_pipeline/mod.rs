@@ -50,6 +50,8 @@ impl EncoderPipeline {
     pub fn build(settings: &EncoderSettings, fanout: TsFanout) -> Result<Self, MediaError> {
         let pipeline = gst::Pipeline::with_name("encoder");
         let counters = Arc::new(EncoderCounters::default());
+        // The test picture's frames, for its sound's beeps to start with its flashes.
+        let grid = crate::lipsync::SharedGrid::default();
 
         // Video: source.
         let (video_tail, capture, frame_input) = if settings.frames_from_app {
@@ -57,7 +59,7 @@ impl EncoderPipeline {
             pipeline.add(&src)?;
             (src.clone().upcast::<gst::Element>(), None, Some(src))
         } else {
-            let (tail, capture) = add_video_source(&pipeline, settings, &counters)?;
+            let (tail, capture) = add_video_source(&pipeline, settings, &counters, &grid)?;
             (tail, capture, None)
         };
 
@@ -144,7 +146,7 @@ impl EncoderPipeline {
         }
 
         if settings.audio_codec == AudioCodec::Aac {
-            add_audio(&pipeline, settings, &mux, &counters)?;
+            add_audio(&pipeline, settings, &mux, &counters, &grid)?;
         }
 
         let c = counters.clone();

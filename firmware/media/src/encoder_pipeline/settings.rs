@@ -31,6 +31,8 @@ pub struct EncoderSettings {
     pub audio_codec: AudioCodec,
     /// AAC bitrate, kbit/s.
     pub audio_bitrate_kbps: u32,
+    /// The sound played this much later than captured, ms (negative: earlier).
+    pub audio_delay_ms: i32,
     /// The encoder element to use.
     pub encoder: EncoderChoice,
     /// Take frames pushed through [`EncoderPipeline::frame_input`] instead of `video_source`
@@ -67,6 +69,7 @@ impl EncoderSettings {
             audio_source: config.audio_source.clone(),
             audio_codec: config.audio_codec,
             audio_bitrate_kbps: config.audio_bitrate_kbps,
+            audio_delay_ms: config.audio_delay_ms,
             encoder,
             frames_from_app: false,
             preview: None,
@@ -117,6 +120,7 @@ mod tests {
             audio_source: AudioSource::Test,
             audio_codec: AudioCodec::Aac,
             audio_bitrate_kbps: 128,
+            audio_delay_ms: 0,
             encoder: EncoderChoice { kind: EncoderKind::X264enc, reason: String::new() },
             frames_from_app: false,
             preview: None,

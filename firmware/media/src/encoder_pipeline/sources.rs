@@ -11,6 +11,7 @@ use tracing::info;
 
 use crate::capture_device::{self, CaptureKind, CapturePlan};
 use crate::error::{make, MediaError};
+use crate::lipsync;
 use crate::timecode::{self, Timecode};
 
 use super::{EncoderCounters, EncoderSettings, PreviewSlot, PREVIEW_WIDTH};
@@ -19,6 +20,7 @@ pub(super) fn add_video_source(
     pipeline: &gst::Pipeline,
     s: &EncoderSettings,
     counters: &Arc<EncoderCounters>,
+    grid: &lipsync::SharedGrid,
 ) -> Result<(gst::Element, Option<CapturePlan>), MediaError> {
     let captured = counters.clone();
     let gate = s.signal_gate.clone();
@@ -52,7 +54,7 @@ pub(super) fn add_video_source(
             src.link(&filter)?;
             let pad = filter.static_pad("src").ok_or_else(|| MediaError::Gst("capsfilter has no src pad".into()))?;
             count(&pad);
-            add_timecode_stamp(&pad, s.echo.clone());
+            add_timecode_stamp(&pad, s.echo.clone(), grid.clone());
             Ok((filter, None))
         }
         VideoSource::V4l2 { device } => {
@@ -114,8 +116,8 @@ pub(super) fn add_video_source(
 }
 
 /// Burns the timecode into each frame as it leaves the test source, and the far box's under it
-/// when there is a fresh `echo`.
-pub(super) fn add_timecode_stamp(pad: &gst::Pad, echo: Option<timecode::Echo>) {
+/// when there is a fresh `echo`; and the lip-sync flash ([`crate::lipsync`]) in its corner.
+pub(super) fn add_timecode_stamp(pad: &gst::Pad, echo: Option<timecode::Echo>, grid: lipsync::SharedGrid) {
     let frame_no = AtomicU64::new(0);
     let info: Mutex<Option<gst_video::VideoInfo>> = Mutex::new(None);
     pad.add_probe(gst::PadProbeType::BUFFER, move |pad, probe| {
@@ -126,6 +128,16 @@ pub(super) fn add_timecode_stamp(pad: &gst::Pad, echo: Option<timecode::Echo>) {
         let Some(vinfo) = info.as_ref() else { return gst::PadProbeReturn::Ok };
         if let Some(gst::PadProbeData::Buffer(ref mut buffer)) = probe.data {
             let tc = Timecode::now(frame_no.fetch_add(1, Ordering::Relaxed) as u32);
+            let frame_time =
+                gst::ClockTime::SECOND.mul_div_floor(vinfo.fps().denom() as u64, vinfo.fps().numer().max(1) as u64);
+            let flash = match (buffer.pts(), buffer.duration().or(frame_time)) {
+                (Some(pts), Some(d)) => {
+                    *grid.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(lipsync::FrameGrid { pts: pts.nseconds(), duration: d.nseconds() });
+                    lipsync::is_flash_frame(pts.into(), d.into())
+                }
+                _ => false,
+            };
             let buffer = buffer.make_mut();
             if let Ok(mut frame) = gst_video::VideoFrameRef::from_buffer_ref_writable(buffer, vinfo) {
                 let (w, h) = (frame.width() as usize, frame.height() as usize);
@@ -144,6 +156,12 @@ pub(super) fn add_timecode_stamp(pad: &gst::Pad, echo: Option<timecode::Echo>) {
                         let rows = strip.div_ceil(2);
                         let end = (rows * stride).min(data.len());
                         data[..end].fill(128);
+                    }
+                }
+                for plane in 0..frame.n_planes().min(3) {
+                    let stride = frame.plane_stride()[plane as usize] as usize;
+                    if let Ok(data) = frame.plane_data_mut(plane) {
+                        lipsync::stamp_flash(plane as usize, data, stride, w, h, flash);
                     }
                 }
             }
