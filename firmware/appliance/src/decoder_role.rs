@@ -124,8 +124,19 @@ pub struct DecodeSample {
     /// Lip sync over the last 10 s, when the sender's sound and picture carry the test source's
     /// marks: the picture's time less the sound's (positive: the sound comes first).
     pub av_offset: Option<AvOffsetSummary>,
+    /// The latest lip-sync event.
+    pub av_last: Option<AvLast>,
     /// The `--loop-to` output, when there is one.
     pub loop_output: Option<OutputStatus>,
+}
+
+/// One lip-sync event.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AvLast {
+    /// The picture's time less the sound's, ms.
+    pub offset_ms: f64,
+    /// When it was measured, ms since the Unix epoch.
+    pub at_unix_ms: u64,
 }
 
 /// The decoder's summary at exit.
@@ -230,6 +241,7 @@ impl Source {
 struct Decoding {
     pipeline: Option<DecodePipeline>,
     last_push: Option<Instant>,
+    timeline: telebridge_media::decode_pipeline::TimelineWatch,
 }
 
 /// Runs the decoder until `duration` elapses or `shutdown` completes.
@@ -249,7 +261,7 @@ pub async fn run_decoder(
     let counters = Arc::new(DecoderCounters::default());
     let recent = Arc::new(Mutex::new(LatencyWindow::new(Duration::from_secs(5))));
     let whole = Arc::new(Mutex::new(LatencyHistogram::default()));
-    let decoding = Arc::new(Mutex::new(Decoding { pipeline: None, last_push: None }));
+    let decoding = Arc::new(Mutex::new(Decoding { pipeline: None, last_push: None, timeline: Default::default() }));
 
     let looped = options.loop_to.as_ref().map(start_loop).transpose()?;
     let on_frame: telebridge_media::decode_pipeline::FrameConsumer = {
@@ -266,16 +278,20 @@ pub async fn run_decoder(
     let clock = Instant::now();
     let since = move || clock.elapsed().as_nanos() as u64;
     let av = Arc::new(Mutex::new(AvMeter::new(Duration::from_secs(10))));
+    let av_last = Arc::new(Mutex::new(None::<AvLast>));
     let on_mark: telebridge_media::decode_pipeline::MarkConsumer = {
-        let av = av.clone();
+        let (av, av_last) = (av.clone(), av_last.clone());
         Arc::new(move |mark| {
             let mut m = av.lock().unwrap_or_else(|p| p.into_inner());
+            tracing::trace!(?mark, "lip-sync mark");
             let event = match mark {
                 telebridge_media::decode_pipeline::AvMark::Flash(t) => m.flash(t, since()),
                 telebridge_media::decode_pipeline::AvMark::Beep(t) => m.beep(t, since()),
             };
             if let Some(e) = event {
                 tracing::debug!(offset_ms = e.offset_ms, "lip sync");
+                *av_last.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(AvLast { offset_ms: e.offset_ms, at_unix_ms: timecode::now_us() / 1000 });
             }
         })
     };
@@ -308,9 +324,14 @@ pub async fn run_decoder(
         );
         Arc::new(move |data: &[u8]| {
             let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
-            // A gap means a new connection or a sender restart: start the decoder afresh.
+            // A gap means a new connection or a sender restart, and so does the stream's clock
+            // starting again: start the decoder afresh.
             let stale = d.last_push.is_none_or(|t| t.elapsed() > Duration::from_millis(500));
-            if d.pipeline.is_none() || stale {
+            let restarted = d.timeline.feed(data);
+            if restarted {
+                info!("the sender's stream started again; so does the decoder");
+            }
+            if d.pipeline.is_none() || stale || restarted {
                 d.pipeline = None;
                 counters.new_connection();
                 av.lock().unwrap_or_else(|p| p.into_inner()).new_stream();
@@ -324,7 +345,14 @@ pub async fn run_decoder(
                     preview.clone(),
                 );
                 match started {
-                    Ok(p) => d.pipeline = Some(p),
+                    Ok(p) => {
+                        // The tables that came with or before the new clock, for the new decoder.
+                        let tables = d.timeline.tables();
+                        if restarted && !tables.is_empty() {
+                            p.push(&gst::Buffer::from_slice(tables));
+                        }
+                        d.pipeline = Some(p)
+                    }
                     Err(e) => warn!(error = %e, "cannot start the decoder"),
                 }
             }
@@ -425,6 +453,7 @@ pub async fn run_decoder(
                 latency: recent.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
                 round_trip: round_trip.lock().unwrap_or_else(|p| p.into_inner()).recent.summary(Instant::now()),
                 av_offset: av.lock().unwrap_or_else(|p| p.into_inner()).summary(since()),
+                av_last: *av_last.lock().unwrap_or_else(|p| p.into_inner()),
                 loop_output: looped.as_ref().map(|l| l.output.status().borrow().clone()),
             };
             if let Some(cb) = &options.on_sample {

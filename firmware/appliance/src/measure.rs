@@ -1,5 +1,6 @@
 //! `telebridge measure`: our encoder into our decoder on this machine, optionally through the
-//! link emulator, and a table of configured SRT latency against measured glass-to-glass latency.
+//! link emulator, and a table of configured SRT latency against measured glass-to-glass latency,
+//! with the lip sync of the same run beside it.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
@@ -35,6 +36,8 @@ pub struct MeasureRow {
     pub added_ms: f64,
     /// Frames measured.
     pub frames: usize,
+    /// Lip sync (picture less sound, ms; positive: the sound first), when there was sound.
+    pub av_offset: Option<telebridge_media::lipsync::AvOffsetSummary>,
 }
 
 /// What to measure.
@@ -135,15 +138,26 @@ async fn measure_one(plan: &MeasurePlan, (w, h): (u32, u32), kbps: u32) -> Resul
         max_ms: l.max_ms,
         added_ms: ((l.p50_ms - f64::from(latency) - link_rtt_ms / 2.0) * 10.0).round() / 10.0,
         frames: l.samples,
+        av_offset: summary.av_offset,
     })
 }
 
 /// The rows as a Markdown table.
 pub fn table(rows: &[MeasureRow]) -> String {
-    let mut s = String::from("| size | bitrate | link | SRT latency | glass-to-glass p50 | p95 | max | added (p50 - SRT latency - one-way link delay) | frames |\n|---|---|---|---|---|---|---|---|---|\n");
+    let mut s = String::from("| size | bitrate | link | SRT latency | glass-to-glass p50 | p95 | max | added (p50 - SRT latency - one-way link delay) | frames | A/V offset p50 (min, max) |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for r in rows {
+        let av = match &r.av_offset {
+            Some(a) => format!(
+                "{:.1} ms ({:.1}, {:.1}){}",
+                a.p50_ms,
+                a.min_ms,
+                a.max_ms,
+                if a.within_tolerance { "" } else { ", outside EBU R37" }
+            ),
+            None => "-".to_string(),
+        };
         s.push_str(&format!(
-            "| {} | {} kbit/s | {} | {} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {} |\n",
+            "| {} | {} kbit/s | {} | {} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {} | {av} |\n",
             r.size,
             r.bitrate_kbps,
             r.link.as_deref().unwrap_or("loopback"),

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! appsrc(TS, leaky) ! tsdemux ─ h264parse ! H.264 decoder ! videoconvert ! I420 ! appsink ──► frames (display, timecode and flash reader)
-//!                            └ aacparse ! avdec_aac ! audioconvert ! F32 ─(beep reader)─ audioresample ! audioconvert ! audio sink
+//!                            └ avdec_aac ! audioconvert ! F32 ─(beep reader)─ audioresample ! audioconvert ! audio sink
 //! ```
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -101,6 +101,108 @@ pub type FrameConsumer = Arc<dyn Fn(&gst::Sample) + Send + Sync>;
 /// this box's own), if any.
 pub type TimecodeConsumer = Arc<dyn Fn(Timecode, Option<Timecode>) + Send + Sync>;
 
+/// Notices a sender that started its stream again on the same connection (an encoder restarted
+/// for a new picture size while its outputs stayed connected): the program clock (PCR) goes
+/// back, jumps far ahead, or is flagged discontinuous. A decoder that went on would see every
+/// stream's times jump and sort them out each its own way; one started afresh sees a new stream.
+///
+/// It keeps the latest program tables (PAT and PMT) for the new decoder: a sender's muxer sends
+/// them just before its first picture, often in the message before the one with the new clock,
+/// and a decoder without them waits for the next tables and the next keyframe (a second).
+#[derive(Debug, Clone, Default)]
+pub struct TimelineWatch {
+    pcr: Option<(u16, u64)>,
+    pat: Option<Vec<u8>>,
+    pmt: Option<(u16, Vec<u8>)>,
+}
+
+/// 90 kHz ticks of PCR that count as a jump ahead (5 s).
+const PCR_JUMP: u64 = 5 * 90_000;
+/// 90 kHz ticks back that count as going back (10 ms).
+const PCR_BACK: u64 = 900;
+const PCR_WRAP: u64 = 1 << 33;
+
+impl TimelineWatch {
+    /// Feeds TS bytes (whole 188-byte packets, as SRT carries them); `true` if the stream's
+    /// clock started again in them.
+    pub fn feed(&mut self, data: &[u8]) -> bool {
+        let mut restarted = false;
+        for p in data.chunks_exact(188).filter(|p| p[0] == 0x47) {
+            let pid = (u16::from(p[1] & 0x1f) << 8) | u16::from(p[2]);
+            let unit_start = p[1] & 0x40 != 0;
+            if pid == 0 && unit_start {
+                self.pat = Some(p.to_vec());
+                if let Some(pmt) = pat_first_pmt_pid(p) {
+                    if self.pmt.as_ref().is_none_or(|(id, _)| *id != pmt) {
+                        self.pmt = Some((pmt, Vec::new()));
+                    }
+                }
+            } else if unit_start && self.pmt.as_ref().is_some_and(|(id, _)| *id == pid) {
+                self.pmt = Some((pid, p.to_vec()));
+            }
+            // An adaptation field long enough to hold flags and a PCR.
+            if p[3] & 0x20 == 0 || p[4] < 7 {
+                continue;
+            }
+            let (discontinuity, has_pcr) = (p[5] & 0x80 != 0, p[5] & 0x10 != 0);
+            if !has_pcr {
+                continue;
+            }
+            let base = (u64::from(p[6]) << 25)
+                | (u64::from(p[7]) << 17)
+                | (u64::from(p[8]) << 9)
+                | (u64::from(p[9]) << 1)
+                | (u64::from(p[10]) >> 7);
+            match self.pcr {
+                Some((last_pid, last)) if last_pid == pid => {
+                    let ahead = base.wrapping_sub(last) % PCR_WRAP;
+                    let back = last.wrapping_sub(base) % PCR_WRAP;
+                    if discontinuity
+                        || (back > PCR_BACK && back < PCR_WRAP / 2)
+                        || (ahead > PCR_JUMP && ahead < PCR_WRAP / 2)
+                    {
+                        restarted = true;
+                    }
+                }
+                // A new PCR PID is a new program.
+                Some(_) => restarted = true,
+                None => {}
+            }
+            self.pcr = Some((pid, base));
+        }
+        restarted
+    }
+
+    /// The latest program tables seen (PAT, then PMT), to start a new decoder with.
+    pub fn tables(&self) -> Vec<u8> {
+        let mut out = self.pat.clone().unwrap_or_default();
+        if let Some((_, pmt)) = &self.pmt {
+            out.extend_from_slice(pmt);
+        }
+        out
+    }
+}
+
+/// The PID of the first program's PMT in a PAT packet that starts its section.
+fn pat_first_pmt_pid(p: &[u8]) -> Option<u16> {
+    let mut i = 4;
+    if p[3] & 0x20 != 0 {
+        i += 1 + usize::from(p[4]);
+    }
+    let pointer = usize::from(*p.get(i)?);
+    let s = p.get(i + 1 + pointer..)?;
+    if s.first() != Some(&0) || s.len() < 8 {
+        return None;
+    }
+    let len = (usize::from(s[1] & 0x0f) << 8) | usize::from(s[2]);
+    // Programs from byte 8 to the CRC's 4 bytes at the end of the section.
+    let programs = s.get(8..(3 + len).saturating_sub(4))?;
+    programs
+        .chunks_exact(4)
+        .find(|e| u16::from_be_bytes([e[0], e[1]]) != 0)
+        .map(|e| (u16::from(e[2] & 0x1f) << 8) | u16::from(e[3]))
+}
+
 /// A lip-sync mark read from the stream, at its presentation time (ns, the pipeline's stream
 /// time, the same for sound and picture).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,7 +265,10 @@ impl DecodePipeline {
             .build()?;
         let vsink =
             gst_app::AppSink::builder().name("frames").sync(false).async_(false).max_buffers(2).drop(true).build();
-        let aparse = make("aacparse", "gstreamer1.0-plugins-good")?;
+        // No aacparse: it waits for 1 KB of data before it parses, and AAC frames of silence
+        // are 13 bytes, so through a quiet stretch it held the sound back up to 0.9 s and then
+        // let it go at once (the lip-sync meter found it). tsdemux hands over whole ADTS PES,
+        // which the AAC decoder takes as they are (one frame each, or several from ffmpeg).
         let adec = make("avdec_aac", "gstreamer1.0-libav")?;
         let aconv = make("audioconvert", "gstreamer1.0-plugins-base")?;
         let f32 = gst::ElementFactory::make("capsfilter")
@@ -195,7 +300,7 @@ impl DecodePipeline {
         } else {
             vec![&au_filter, &parse, &dec, &convert, &i420, vsink.upcast_ref()]
         };
-        let audio_chain = [&aparse, &adec, &aconv, &f32, &ares, &aconv_out, &asink];
+        let audio_chain = [&adec, &aconv, &f32, &ares, &aconv_out, &asink];
         pipeline.add_many([appsrc.upcast_ref(), &demux])?;
         pipeline.add_many(video_chain.iter().copied())?;
         pipeline.add_many(audio_chain)?;
@@ -206,7 +311,7 @@ impl DecodePipeline {
         }
         gst::Element::link_many(audio_chain)?;
 
-        let (vpad, apad) = (au_filter.static_pad("sink"), aparse.static_pad("sink"));
+        let (vpad, apad) = (au_filter.static_pad("sink"), adec.static_pad("sink"));
         let unsupported_counters = counters.clone();
         demux.connect_pad_added(move |demux, pad| {
             let caps = pad.current_caps();
@@ -237,7 +342,7 @@ impl DecodePipeline {
         });
 
         let c = counters.clone();
-        if let Some(pad) = aparse.static_pad("src") {
+        if let Some(pad) = adec.static_pad("src") {
             pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
                 c.audio_frames.fetch_add(1, Ordering::Relaxed);
                 gst::PadProbeReturn::Ok
@@ -365,6 +470,64 @@ pub fn sample_timecodes(sample: &gst::Sample) -> Option<(Timecode, Option<Timeco
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pcr_packet(pid: u16, base: u64, discontinuity: bool) -> Vec<u8> {
+        let mut p = vec![0xffu8; 188];
+        p[0] = 0x47;
+        p[1] = (pid >> 8) as u8 & 0x1f;
+        p[2] = pid as u8;
+        p[3] = 0x30;
+        p[4] = 7;
+        p[5] = 0x10 | if discontinuity { 0x80 } else { 0 };
+        p[6] = (base >> 25) as u8;
+        p[7] = (base >> 17) as u8;
+        p[8] = (base >> 9) as u8;
+        p[9] = (base >> 1) as u8;
+        p[10] = ((base & 1) << 7) as u8 | 0x7e;
+        p[11] = 0;
+        p
+    }
+
+    #[test]
+    fn a_stream_started_again_on_the_same_connection_is_noticed() {
+        let mut w = TimelineWatch::default();
+        let s = 90_000u64;
+        let mut t = 3600 * s;
+        // A second of PCRs every 40 ms, in SRT messages of seven packets with other packets.
+        for _ in 0..25 {
+            let mut msg = pcr_packet(0x41, t, false);
+            // Payload-only packets of another PID.
+            for _ in 0..6 {
+                let mut other = vec![0xffu8; 188];
+                other[..4].copy_from_slice(&[0x47, 0x01, 0x00, 0x10]);
+                msg.extend(other);
+            }
+            assert!(!w.feed(&msg));
+            t += s / 25;
+        }
+        // The encoder restarted: its muxer's clock begins again at 3600 s.
+        assert!(w.feed(&pcr_packet(0x41, 3600 * s, false)));
+        assert!(!w.feed(&pcr_packet(0x41, 3600 * s + s / 25, false)));
+        // Flagged discontinuous, a jump of a minute, another program's PCR.
+        assert!(w.feed(&pcr_packet(0x41, 3600 * s + 2 * s / 25, true)));
+        assert!(w.feed(&pcr_packet(0x41, 3660 * s, false)));
+        assert!(w.feed(&pcr_packet(0x100, 3660 * s, false)));
+        // The tables to start the new decoder with: the PAT and the PMT it names.
+        let mut pat = vec![0xffu8; 188];
+        pat[..4].copy_from_slice(&[0x47, 0x40, 0x00, 0x10]);
+        // Pointer 0; table 0, section length 13; stream id, version, sections; program 1 at PID 0x20.
+        pat[4..21].copy_from_slice(&[0, 0, 0xb0, 13, 0, 1, 0xc1, 0, 0, 0, 1, 0xe0, 0x20, 1, 2, 3, 4]);
+        let mut pmt = vec![0xffu8; 188];
+        pmt[..5].copy_from_slice(&[0x47, 0x40, 0x20, 0x10, 0]);
+        let mut w = TimelineWatch::default();
+        w.feed(&pat);
+        w.feed(&pmt);
+        assert_eq!(w.tables(), [pat.clone(), pmt.clone()].concat());
+        // The 33-bit clock wrapping is no restart.
+        let mut w = TimelineWatch::default();
+        assert!(!w.feed(&pcr_packet(0x41, PCR_WRAP - s / 50, false)));
+        assert!(!w.feed(&pcr_packet(0x41, s / 50, false)));
+    }
 
     #[test]
     fn streams_are_named_for_the_user() {

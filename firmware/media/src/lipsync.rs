@@ -30,13 +30,10 @@ pub const BEEP_AMPLITUDE: f32 = 0.3;
 pub const TOLERANCE_MS: (f64, f64) = (-60.0, 40.0);
 /// A flash and a beep further apart than this are not the same event.
 const PAIR_WITHIN_NS: i64 = 400_000_000;
-const PERIOD_NS: u64 = 1_000_000_000;
-/// How far from the beat a flash may come (a frame at 25 fps is 40 ms).
-const ON_BEAT_NS: u64 = 20_000_000;
 /// Sound louder than this is the beep.
 const LOUD: f32 = 0.08;
 /// The beep starts after this much quiet.
-const QUIET_BEFORE_NS: u64 = 300_000_000;
+const QUIET_BEFORE_NS: u64 = 200_000_000;
 const WHITE: u8 = 235;
 const BLACK: u8 = 16;
 
@@ -147,55 +144,84 @@ pub fn fill_beep(out: &mut [f32], channels: usize, rate: u32, pts: u64, grid: Op
     }
 }
 
-/// Finds the flash in successive frames: an event where a flashed frame follows a black one.
+/// Finds the flash in successive frames: one white frame between black ones (a picture without
+/// the marks, or a bright corner that stays, is no flash). Reported when the frame after it is
+/// seen to be black again.
 #[derive(Debug, Clone, Default)]
 pub struct FlashDetector {
     was_black: bool,
+    white: Option<u64>,
 }
 
 impl FlashDetector {
-    /// The frame at `pts` read as [`reads_flash`] did; `Some(pts)` when a flash starts there.
+    /// The frame at `pts` read as [`reads_flash`] did; `Some(start)` when it ends a flash that
+    /// started at `start`.
     pub fn frame(&mut self, pts: u64, read: Option<bool>) -> Option<u64> {
-        let started = read == Some(true) && self.was_black;
+        let ended = match (self.white.take(), read) {
+            (Some(start), Some(false)) => Some(start),
+            _ => None,
+        };
+        if read == Some(true) && self.was_black {
+            self.white = Some(pts);
+        }
         self.was_black = read == Some(false);
-        started.then_some(pts)
+        ended
     }
 }
 
-/// Finds beep onsets in sound: the first loud sample after [`QUIET_BEFORE_NS`] of quiet.
+/// Finds beeps in sound: a loud stretch of 60 to 160 ms (the beep is [`BEEP`]) after
+/// [`QUIET_BEFORE_NS`] of quiet, reported with its onset once 30 ms of quiet end it.
 #[derive(Debug, Clone, Default)]
 pub struct BeepDetector {
     /// The last loud sample, ns.
     last_loud: Option<u64>,
     /// Where the quiet began, before anything was loud.
     quiet_since: Option<u64>,
+    /// The onset of the loud stretch under way, if it came after enough quiet.
+    onset: Option<u64>,
 }
 
+const BEEP_MIN_NS: u64 = 60_000_000;
+const BEEP_MAX_NS: u64 = 160_000_000;
+const BEEP_ENDS_AFTER_NS: u64 = 30_000_000;
+
 impl BeepDetector {
-    /// Samples `data` (interleaved, `channels`, `rate`), the first at `pts` ns: the onsets found.
+    /// Samples `data` (interleaved, `channels`, `rate`), the first at `pts` ns: the onsets of
+    /// the beeps that ended in them.
     pub fn samples(&mut self, data: &[f32], channels: usize, rate: u32, pts: u64) -> Vec<u64> {
         let channels = channels.max(1);
-        let mut onsets = Vec::new();
+        let mut beeps = Vec::new();
         for (i, frame) in data.chunks(channels).enumerate() {
-            let t = pts + i as u64 * 1_000_000_000 / u64::from(rate.max(1));
+            let t = pts + (i as u128 * 1_000_000_000 / u128::from(rate.max(1))) as u64;
             // Time going back is a new stream: what was heard before says nothing.
             if self.last_loud.is_some_and(|l| t < l) || self.quiet_since.is_some_and(|q| t < q) {
                 *self = Self::default();
             }
             let loud = frame.iter().any(|s| s.abs() > LOUD);
             if !loud {
-                if self.last_loud.is_none() {
-                    self.quiet_since.get_or_insert(t);
+                match self.last_loud {
+                    None => {
+                        self.quiet_since.get_or_insert(t);
+                    }
+                    Some(last) if t - last >= BEEP_ENDS_AFTER_NS => {
+                        if let Some(onset) = self.onset.take() {
+                            if (BEEP_MIN_NS..=BEEP_MAX_NS).contains(&(last - onset)) {
+                                beeps.push(onset);
+                            }
+                        }
+                    }
+                    Some(_) => {}
                 }
                 continue;
             }
             // A gap in the times (sound lost on the way) counts as quiet.
-            if self.last_loud.or(self.quiet_since).is_some_and(|q| t - q >= QUIET_BEFORE_NS) {
-                onsets.push(t);
+            let quiet_from = self.last_loud.or(self.quiet_since);
+            if quiet_from.is_some_and(|q| t - q >= QUIET_BEFORE_NS) {
+                self.onset = Some(t);
             }
             self.last_loud = Some(t);
         }
-        onsets
+        beeps
     }
 }
 
@@ -252,10 +278,8 @@ pub struct AvEvent {
 #[derive(Debug, Clone)]
 pub struct AvMeter {
     window: u64,
-    /// The last flash paired, ns: the next must come a whole number of periods after it.
-    last_flash: Option<u64>,
-    /// A pair off the beat: the beat moves there if the next pair keeps to it.
-    new_beat: Option<u64>,
+    /// The latest mark's time, either kind.
+    latest: Option<u64>,
     flashes: VecDeque<u64>,
     beeps: VecDeque<u64>,
     events: VecDeque<AvEvent>,
@@ -321,8 +345,7 @@ impl AvMeter {
     pub fn new(window: Duration) -> Self {
         Self {
             window: window.as_nanos() as u64,
-            last_flash: None,
-            new_beat: None,
+            latest: None,
             flashes: VecDeque::new(),
             beeps: VecDeque::new(),
             events: VecDeque::new(),
@@ -336,20 +359,30 @@ impl AvMeter {
     pub fn new_stream(&mut self) {
         self.flashes.clear();
         self.beeps.clear();
-        self.last_flash = None;
-        self.new_beat = None;
+        self.latest = None;
     }
 
     /// A flash at `pts`, seen at `now`.
     pub fn flash(&mut self, pts: u64, now: u64) -> Option<AvEvent> {
+        self.went_back(pts);
         self.flashes.push_back(pts);
         self.pair(now)
     }
 
     /// A beep onset at `pts`, heard at `now`.
     pub fn beep(&mut self, pts: u64, now: u64) -> Option<AvEvent> {
+        self.went_back(pts);
         self.beeps.push_back(pts);
         self.pair(now)
+    }
+
+    /// A mark well before the latest of either kind: the sender's times started again (its
+    /// restart, a new picture size), and what is waiting to pair belongs to the old times.
+    fn went_back(&mut self, pts: u64) {
+        if self.latest.is_some_and(|l| pts + 2 * (PAIR_WITHIN_NS as u64) < l) {
+            self.new_stream();
+        }
+        self.latest = Some(self.latest.map_or(pts, |l| l.max(pts)));
     }
 
     fn pair(&mut self, now: u64) -> Option<AvEvent> {
@@ -359,25 +392,6 @@ impl AvMeter {
             if d.abs() <= PAIR_WITHIN_NS {
                 self.flashes.pop_front();
                 self.beeps.pop_front();
-                // The marks come once a period: a pair off that beat is a picture and sound
-                // that happened to flash and sound together. The first pair sets the beat; two
-                // pairs on a new beat of their own move it (the sender's times jumped).
-                let on_beat = |last: u64| {
-                    let since = f.saturating_sub(last);
-                    let off = (since + PERIOD_NS / 2) % PERIOD_NS;
-                    since >= PERIOD_NS / 2 && off.abs_diff(PERIOD_NS / 2) <= ON_BEAT_NS
-                };
-                if self.last_flash.is_some_and(on_beat) || self.new_beat.is_some_and(on_beat) {
-                    self.last_flash = Some(f);
-                    self.new_beat = None;
-                } else {
-                    if self.last_flash.is_none() {
-                        self.last_flash = Some(f);
-                    } else {
-                        self.new_beat = Some(f);
-                    }
-                    continue;
-                }
                 let e = AvEvent { at: now, offset_ms: d as f64 / 1e6 };
                 self.events.push_back(e);
                 self.whole.push(e.offset_ms);
@@ -466,13 +480,12 @@ mod tests {
         // The rest of the picture is untouched.
         assert_eq!(y[0], 90);
         assert_eq!(reads_flash(&y, w, 16, 16), None);
-        // A flash counts after black only: not after a picture without marks.
+        // A flash is one white frame between black ones: not after a picture without marks,
+        // not a corner that stays white.
         let mut d = FlashDetector::default();
-        assert_eq!(d.frame(1, None), None);
-        assert_eq!(d.frame(2, Some(true)), None);
-        assert_eq!(d.frame(3, Some(false)), None);
-        assert_eq!(d.frame(4, Some(true)), Some(4));
-        assert_eq!(d.frame(5, Some(true)), None);
+        let reads = [None, Some(true), Some(false), Some(true), Some(false), Some(true), Some(true), Some(false)];
+        let found: Vec<u64> = reads.iter().enumerate().filter_map(|(i, r)| d.frame(i as u64, *r)).collect();
+        assert_eq!(found, vec![3]);
     }
 
     #[test]
@@ -489,7 +502,7 @@ mod tests {
             fill_beep(&mut buf, 2, rate, pts, Some(grid));
             onsets.extend(det.samples(&buf, 2, rate, pts));
         }
-        // The first beep, 3.4 ms in, has no quiet before it.
+        // The first beep, 3.4 ms in, has no quiet before it; the last ends after the 3 s.
         assert_eq!(onsets.len(), 2, "{onsets:?}");
         for (o, s) in onsets.iter().zip([1u64, 2]) {
             let start = grid.first_at_or_after(s * 1000 * MS);
@@ -502,51 +515,50 @@ mod tests {
         assert!(buf[2570..].iter().all(|s| *s == 0.0), "after it");
         fill_beep(&mut buf, 1, rate, 1050 * MS, None);
         assert!(buf.iter().all(|s| *s == 0.0), "no grid, no beep");
+        // A tone that goes on (a voice, music) is no beep; nor is a click.
+        let mut det = BeepDetector::default();
+        let mut found = Vec::new();
+        for k in 0..300u64 {
+            let loud = (50..150).contains(&k) || k == 200;
+            let buf = vec![if loud { 0.5f32 } else { 0.0 }; 480];
+            found.extend(det.samples(&buf, 1, rate, k * 10 * MS));
+        }
+        assert!(found.is_empty(), "{found:?}");
     }
 
     #[test]
-    fn flashes_pair_with_beeps_on_the_beat_and_lost_ones_are_skipped() {
+    fn flashes_pair_with_beeps_and_lost_ones_are_skipped() {
         let mut m = AvMeter::new(Duration::from_secs(10));
         let s = 1000 * MS;
-        // The first pair sets the beat and is not counted.
-        assert_eq!(m.flash(s, s), None);
-        assert_eq!(m.beep(s + 30 * MS, s), None);
         // Sound 30 ms late: picture less sound is -30.
-        m.flash(2 * s, 2 * s);
-        assert_eq!(m.beep(2 * s + 30 * MS, 2 * s).map(|e| e.offset_ms), Some(-30.0));
+        assert_eq!(m.flash(s, s), None);
+        assert_eq!(m.beep(s + 30 * MS, s).map(|e| e.offset_ms), Some(-30.0));
         // A flash whose beep was lost, then a pair with the sound 10 ms early.
-        m.flash(3 * s, 3 * s);
-        m.beep(4 * s - 10 * MS, 4 * s);
-        assert_eq!(m.flash(4 * s, 4 * s).map(|e| e.offset_ms), Some(10.0));
-        let sum = m.summary(4 * s).unwrap();
+        m.flash(2 * s, 2 * s);
+        m.beep(3 * s - 10 * MS, 3 * s);
+        assert_eq!(m.flash(3 * s, 3 * s).map(|e| e.offset_ms), Some(10.0));
+        let sum = m.summary(3 * s).unwrap();
         assert_eq!((sum.events, sum.min_ms, sum.max_ms, sum.worst_ms), (2, -30.0, 10.0, -30.0));
         assert!(sum.within_tolerance);
-        // A flash and a sound together off the beat (half a second out) are not the marks.
-        m.flash(4 * s + 500 * MS, 4 * s);
-        assert_eq!(m.beep(4 * s + 510 * MS, 4 * s), None);
-        // Two periods on, still on the beat: sound 70 ms late is out of tolerance.
-        m.flash(6 * s, 6 * s);
-        assert_eq!(m.beep(6 * s + 70 * MS, 6 * s).map(|e| e.offset_ms), Some(-70.0));
-        assert!(!m.summary(6 * s).unwrap().within_tolerance);
-        // 20 s later the window is empty; the total stays.
-        assert_eq!(m.summary(26 * s), None);
+        // Sound 70 ms late is out of tolerance.
+        m.flash(4 * s, 4 * s);
+        assert_eq!(m.beep(4 * s + 70 * MS, 4 * s).map(|e| e.offset_ms), Some(-70.0));
+        assert!(!m.summary(4 * s).unwrap().within_tolerance);
+        // 20 s later the window is empty; the whole run's figures stay.
+        assert_eq!(m.summary(24 * s), None);
         assert_eq!(m.total(), 3);
         let whole = m.whole_summary().unwrap();
         assert_eq!((whole.p50_ms, whole.min_ms, whole.max_ms, whole.events), (-30.0, -70.0, 10.0, 3));
-        // Times that jump without a new stream: two pairs on the new beat move it.
-        m.flash(20 * s + 300 * MS, 26 * s);
-        assert_eq!(m.beep(20 * s + 300 * MS, 26 * s), None);
-        m.flash(21 * s + 300 * MS, 27 * s);
-        assert_eq!(m.beep(21 * s + 310 * MS, 27 * s).map(|e| e.offset_ms), Some(-10.0));
-        assert_eq!(m.total(), 4);
-        // A new stream's times start anywhere: an unpaired mark of the old one is dropped, the
-        // first pair sets the beat again.
+        // The sender's times start again (a restart, a new size) with no gap the decoder
+        // notices: the old stream's waiting beep does not take the new stream's flash.
+        m.beep(5 * s + 20 * MS, 5 * s);
+        m.flash(100 * MS, 6 * s);
+        assert_eq!(m.beep(100 * MS + 5 * MS, 6 * s).map(|e| e.offset_ms), Some(-5.0));
+        // A new stream said so by the decoder: an unpaired mark of the old one is dropped.
         m.flash(7 * s, 7 * s);
         m.new_stream();
-        m.beep(100 * MS, 8 * s);
-        assert_eq!(m.flash(105 * MS, 8 * s), None);
-        m.beep(1100 * MS, 9 * s);
-        assert_eq!(m.flash(1105 * MS, 9 * s).map(|e| e.offset_ms), Some(5.0));
+        m.beep(7 * s + 300 * MS, 8 * s);
+        assert_eq!(m.flash(7 * s + 310 * MS, 8 * s).map(|e| e.offset_ms), Some(10.0));
     }
 
     #[test]

@@ -75,6 +75,16 @@ pub fn render(s: &DaemonStatus) -> String {
             o.val("telebridge_decoder_latency_ms", "quantile=\"0.5\"", l.p50_ms);
             o.val("telebridge_decoder_latency_ms", "quantile=\"0.95\"", l.p95_ms);
         }
+        if let Some(a) = &m.av_offset {
+            o.head(
+                "telebridge_decoder_av_offset_ms",
+                "gauge",
+                "Lip sync over the last 10 s: the picture's time less the sound's (positive: the sound first)",
+            );
+            o.val("telebridge_decoder_av_offset_ms", "quantile=\"0.5\"", a.p50_ms);
+            o.val("telebridge_decoder_av_offset_ms", "quantile=\"0\"", a.min_ms);
+            o.val("telebridge_decoder_av_offset_ms", "quantile=\"1\"", a.max_ms);
+        }
     }
     // SRT counters per output (encoder) or for the input (decoder).
     let links = s.media.as_ref().map(MediaSample::all_links).unwrap_or_default();
