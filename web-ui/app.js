@@ -248,6 +248,18 @@ function renderStatus(s) {
   if (rate) {
     $('#rate').textContent = `Bitrate ${(rate.video_kbps / 1000).toFixed(1)} Mbit/s of ${(rate.max_video_kbps / 1000).toFixed(1)} — ${rate.reason}`;
   }
+  // What the decoder measures from the sender's marks: latency and lip sync.
+  const rx = m.receiving || (m.decoder ? m : null);
+  const parts = [];
+  if (rx && rx.latency) parts.push(`Glass to glass ${Math.round(rx.latency.p50_ms)} ms`);
+  if (rx && rx.av_offset) {
+    const a = rx.av_offset;
+    const ms = Math.round(Math.abs(a.p50_ms));
+    const where = ms === 0 ? 'with the picture' : `${ms} ms ${a.p50_ms < 0 ? 'behind' : 'ahead of'} the picture`;
+    parts.push(`sound ${where}${a.within_tolerance ? '' : ' (outside EBU R37: 60 ms behind to 40 ms ahead)'}`);
+  }
+  $('#sync').hidden = !parts.length;
+  $('#sync').textContent = parts.join('; ');
   // Why this encoder (or decoder): the board, its kernel, what is installed and works.
   const codec = (m.sending && m.sending.encoder) || m.encoder || m.decoder;
   $('#codec-reason').textContent = codec && codec.reason ? `Why ${codec.element}: ${codec.reason}` : '';
@@ -356,7 +368,7 @@ const FIELDS = [
   ['video.keyframe_ms', 'Keyframe interval (ms)', '100-10000. Shorter recovers faster after loss, costs bitrate.', 'number'],
   ['video.encoder', 'Encoder', 'auto picks the hardware encoder where the Pi has one.', ['auto', 'v4l2h264enc', 'x264enc', 'openh264enc']],
   ['video.x264_preset', 'x264 preset', 'Faster presets use less CPU; slower look better.', ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium']],
-  ['audio.source', 'Audio source', 'test (a tone) or alsa:DEVICE.'],
+  ['audio.source', 'Audio source', 'test (a beep once a second, with a flash in the test picture) or alsa:DEVICE.'],
   ['audio.codec', 'Audio codec', 'aac, or none for no sound.', ['aac', 'none']],
   ['audio.bitrate_kbps', 'Audio bitrate (kbit/s)', '32-320.', 'number'],
   ['audio.delay_ms', 'Audio delay (ms)', '-500 to 500. Plays the sound later (or, negative, earlier) for a source known to be off; the decoder\'s A/V offset shows what arrives.', 'number'],

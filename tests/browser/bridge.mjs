@@ -127,6 +127,11 @@ try {
   await waitFor('the preview on A', () => pa.evaluate(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }), 10000);
   await waitFor('the paired box\'s picture on A', () => pa.evaluate(() => { const i = document.querySelector('#received'); return !i.hidden && i.naturalWidth === 320; }), 10000);
   check(true, 'A\'s status page shows both pictures: what it sends and what arrives from B');
+  // Each box reads the lip sync of the picture and sound it receives from the other's marks.
+  for (const [p, name] of [[pa, 'A'], [pb, 'B']]) {
+    await waitFor(`lip sync on ${name}`, () => p.evaluate(() => /^Glass to glass \d+ ms; sound (\d+ ms (behind|ahead of)|with) the picture$/.test(document.querySelector('#sync').textContent)), 15000);
+  }
+  check(true, `each box shows the sound's offset from the picture it receives: "${await pa.textContent('#sync')}"`);
   await pa.shot('4-live');
   await pb.shot('4-live');
 

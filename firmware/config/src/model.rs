@@ -116,7 +116,8 @@ impl Default for VideoConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AudioConfig {
-    /// `test` (a tone) or `alsa:DEVICE` (`alsa:hw:CARD=tc358743` for HDMI audio).
+    /// `test` (a beep once a second, in step with a flash in the test picture) or `alsa:DEVICE`
+    /// (`alsa:hw:CARD=tc358743` for HDMI audio).
     pub source: String,
     /// `aac` or `none`.
     pub codec: String,
