@@ -112,6 +112,8 @@ pub type TimecodeConsumer = Arc<dyn Fn(Timecode, Option<Timecode>) + Send + Sync
 #[derive(Debug, Clone, Default)]
 pub struct TimelineWatch {
     pcr: Option<(u16, u64)>,
+    /// Bytes of a packet cut by a message boundary (a sender reading a pipe sends what it read).
+    partial: Vec<u8>,
     pat: Option<Vec<u8>>,
     pmt: Option<(u16, Vec<u8>)>,
 }
@@ -123,53 +125,59 @@ const PCR_BACK: u64 = 900;
 const PCR_WRAP: u64 = 1 << 33;
 
 impl TimelineWatch {
-    /// Feeds TS bytes (whole 188-byte packets, as SRT carries them); `true` if the stream's
-    /// clock started again in them.
+    /// Feeds TS bytes as they arrive (any boundaries); `true` if the stream's clock started
+    /// again in them.
     pub fn feed(&mut self, data: &[u8]) -> bool {
+        let mut bytes = std::mem::take(&mut self.partial);
+        bytes.extend_from_slice(data);
         let mut restarted = false;
-        for p in data.chunks_exact(188).filter(|p| p[0] == 0x47) {
-            let pid = (u16::from(p[1] & 0x1f) << 8) | u16::from(p[2]);
-            let unit_start = p[1] & 0x40 != 0;
-            if pid == 0 && unit_start {
-                self.pat = Some(p.to_vec());
-                if let Some(pmt) = pat_first_pmt_pid(p) {
-                    if self.pmt.as_ref().is_none_or(|(id, _)| *id != pmt) {
-                        self.pmt = Some((pmt, Vec::new()));
-                    }
-                }
-            } else if unit_start && self.pmt.as_ref().is_some_and(|(id, _)| *id == pid) {
-                self.pmt = Some((pid, p.to_vec()));
-            }
-            // An adaptation field long enough to hold flags and a PCR.
-            if p[3] & 0x20 == 0 || p[4] < 7 {
+        let mut i = 0;
+        while i + 188 <= bytes.len() {
+            // In step only where a sync byte starts this packet and the next (or the data ends).
+            if bytes[i] != 0x47 || bytes.get(i + 188).is_some_and(|&b| b != 0x47) {
+                i += 1;
                 continue;
             }
-            let (discontinuity, has_pcr) = (p[5] & 0x80 != 0, p[5] & 0x10 != 0);
-            if !has_pcr {
-                continue;
-            }
-            let base = (u64::from(p[6]) << 25)
-                | (u64::from(p[7]) << 17)
-                | (u64::from(p[8]) << 9)
-                | (u64::from(p[9]) << 1)
-                | (u64::from(p[10]) >> 7);
-            match self.pcr {
-                Some((last_pid, last)) if last_pid == pid => {
-                    let ahead = base.wrapping_sub(last) % PCR_WRAP;
-                    let back = last.wrapping_sub(base) % PCR_WRAP;
-                    if discontinuity
-                        || (back > PCR_BACK && back < PCR_WRAP / 2)
-                        || (ahead > PCR_JUMP && ahead < PCR_WRAP / 2)
-                    {
-                        restarted = true;
-                    }
-                }
-                // A new PCR PID is a new program.
-                Some(_) => restarted = true,
-                None => {}
-            }
-            self.pcr = Some((pid, base));
+            restarted |= self.packet(&bytes[i..i + 188]);
+            i += 188;
         }
+        self.partial = bytes[i..].to_vec();
+        restarted
+    }
+
+    fn packet(&mut self, p: &[u8]) -> bool {
+        let pid = (u16::from(p[1] & 0x1f) << 8) | u16::from(p[2]);
+        let unit_start = p[1] & 0x40 != 0;
+        if pid == 0 && unit_start {
+            self.pat = Some(p.to_vec());
+            if let Some(pmt) = pat_first_pmt_pid(p) {
+                if self.pmt.as_ref().is_none_or(|(id, _)| *id != pmt) {
+                    self.pmt = Some((pmt, Vec::new()));
+                }
+            }
+        } else if unit_start && self.pmt.as_ref().is_some_and(|(id, _)| *id == pid) {
+            self.pmt = Some((pid, p.to_vec()));
+        }
+        // An adaptation field long enough to hold flags and a PCR.
+        if p[3] & 0x20 == 0 || p[4] < 7 || p[5] & 0x10 == 0 {
+            return false;
+        }
+        // The clock of the PID that carried the first PCR (the PMT names one).
+        if self.pcr.is_some_and(|(first, _)| first != pid) {
+            return false;
+        }
+        let discontinuity = p[5] & 0x80 != 0;
+        let base = (u64::from(p[6]) << 25)
+            | (u64::from(p[7]) << 17)
+            | (u64::from(p[8]) << 9)
+            | (u64::from(p[9]) << 1)
+            | (u64::from(p[10]) >> 7);
+        let restarted = self.pcr.is_some_and(|(_, last)| {
+            let ahead = base.wrapping_sub(last) % PCR_WRAP;
+            let back = last.wrapping_sub(base) % PCR_WRAP;
+            discontinuity || (back > PCR_BACK && back < PCR_WRAP / 2) || (ahead > PCR_JUMP && ahead < PCR_WRAP / 2)
+        });
+        self.pcr = Some((pid, base));
         restarted
     }
 
@@ -508,10 +516,28 @@ mod tests {
         // The encoder restarted: its muxer's clock begins again at 3600 s.
         assert!(w.feed(&pcr_packet(0x41, 3600 * s, false)));
         assert!(!w.feed(&pcr_packet(0x41, 3600 * s + s / 25, false)));
-        // Flagged discontinuous, a jump of a minute, another program's PCR.
+        // Flagged discontinuous, a jump of a minute; another PID's PCR is not the clock.
         assert!(w.feed(&pcr_packet(0x41, 3600 * s + 2 * s / 25, true)));
         assert!(w.feed(&pcr_packet(0x41, 3660 * s, false)));
-        assert!(w.feed(&pcr_packet(0x100, 3660 * s, false)));
+        assert!(!w.feed(&pcr_packet(0x100, 0, false)));
+        // Messages cut anywhere (a sender that sends what it read from a pipe): no false clock
+        // from a packet read out of step, and the clock still followed.
+        let mut w = TimelineWatch::default();
+        let mut stream = Vec::new();
+        for k in 0..50u64 {
+            stream.extend(pcr_packet(0x41, 3600 * s + k * s / 25, false));
+            let mut other = vec![0xffu8; 188];
+            other[..4].copy_from_slice(&[0x47, 0x01, 0x00, 0x10]);
+            stream.extend(other);
+        }
+        // A stray sync byte where a packet's payload is, as real payloads have.
+        stream[188 * 3 + 100] = 0x47;
+        for chunk in stream.chunks(1000) {
+            assert!(!w.feed(chunk));
+        }
+        let back = pcr_packet(0x41, 3600 * s, false);
+        assert!(!w.feed(&back[..100]));
+        assert!(w.feed(&back[100..]), "the clock going back, across two messages");
         // The tables to start the new decoder with: the PAT and the PMT it names.
         let mut pat = vec![0xffu8; 188];
         pat[..4].copy_from_slice(&[0x47, 0x40, 0x00, 0x10]);
