@@ -192,9 +192,11 @@ impl Config {
         range(&mut err, "video.fps", v.fps, 9, 60, " frames per second");
         let bitrate_ok = range(&mut err, "video.bitrate_kbps", v.bitrate_kbps, 100, 50_000, " kbit/s");
         let bitrate_mode = BitrateMode::parse(&v.bitrate_mode).map_err(|m| err("video.bitrate_mode", m));
-        // Checked against the maximum only when that one is right (one mistake, one message).
+        // Checked against the maximum only when that one is right (one mistake, one message),
+        // and only where it is used: a fixed bitrate under the default floor is no mistake.
         let most = if bitrate_ok { v.bitrate_kbps } else { 50_000 };
-        if v.min_bitrate_kbps < 100 || v.min_bitrate_kbps > most {
+        let adaptive = bitrate_mode.as_ref().is_ok_and(|m| *m == BitrateMode::Adaptive);
+        if adaptive && (v.min_bitrate_kbps < 100 || v.min_bitrate_kbps > most) {
             err(
                 "video.min_bitrate_kbps",
                 format!("{} is out of range 100-{most} kbit/s (at most video.bitrate_kbps)", v.min_bitrate_kbps),
@@ -443,6 +445,10 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         Config::default().validate().unwrap();
+        // A fixed bitrate under the adaptive floor's default (500) is fine: the floor is unused.
+        let mut low = Config::default();
+        low.video.bitrate_kbps = 400;
+        low.validate().unwrap();
     }
 
     /// A table of bad inputs and the message each must give (MediaMTX `TestConfErrors` style).
@@ -466,7 +472,10 @@ mod tests {
             (|c| c.video.x264_preset = "slow".into(), "video.x264_preset: \"slow\" is not one of ultrafast"),
             (|c| c.video.bitrate_mode = "auto".into(), "video.bitrate_mode: \"auto\" is not one of fixed, adaptive"),
             (
-                |c| c.video.min_bitrate_kbps = 5000,
+                |c| {
+                    c.video.bitrate_mode = "adaptive".into();
+                    c.video.min_bitrate_kbps = 5000;
+                },
                 "video.min_bitrate_kbps: 5000 is out of range 100-4000 kbit/s (at most video.bitrate_kbps)",
             ),
             (|c| c.audio.codec = "opus".into(), "audio.codec: \"opus\" is not one of aac, none"),
