@@ -71,16 +71,33 @@ fn decoder(bin: &str, port: u16, latency: u32, seconds: u64, out: &Path) -> anyh
     )
 }
 
-/// Our encoder to our decoder and to ffmpeg at once.
-async fn ours(
-    bin: &str,
-    size: &str,
-    link: Option<&linkemu::LinkProfile>,
+/// One run's setting: the binary, the picture size, the link (`None`: loopback), the SRT
+/// latency, how long, where the files go.
+struct Run<'a> {
+    bin: &'a str,
+    size: &'a str,
+    link: Option<&'a linkemu::LinkProfile>,
     latency: u32,
     seconds: u64,
-    out: &Path,
-) -> anyhow::Result<Vec<Row>> {
-    let tag = format!("lipsync-{size}-{}", link.map_or("loopback", |l| l.name.as_str()));
+    out: &'a Path,
+}
+
+impl Run<'_> {
+    /// The files' prefix.
+    fn tag(&self) -> String {
+        format!("lipsync-{}-{}", self.size, self.link.map_or("loopback", |l| l.name.as_str()))
+    }
+
+    /// The link as the table names it.
+    fn link_name(&self) -> String {
+        self.link.map_or("loopback".to_string(), |l| format!("{} at {LOSS_PCT} % loss", l.name))
+    }
+}
+
+/// Our encoder to our decoder and to ffmpeg at once.
+async fn ours(run: &Run<'_>) -> anyhow::Result<Vec<Row>> {
+    let Run { bin, size, link, latency, seconds, out } = *run;
+    let tag = run.tag();
     let (dec_port, ff_port) = (crate::free_udp_port()?, crate::free_udp_port()?);
     let (to_dec, _r1) = through(link, dec_port, 1).await?;
     let (to_ff, _r2) = through(link, ff_port, 3).await?;
@@ -112,7 +129,7 @@ async fn ours(
     let read = Command::new("scripts/av-offset").arg("--json").arg(&rec).output().context("scripts/av-offset")?;
     let ffmpeg: serde_json::Value = serde_json::from_slice(&read.stdout)
         .with_context(|| format!("scripts/av-offset {}: {}", rec.display(), String::from_utf8_lossy(&read.stderr)))?;
-    let link = link.map_or("loopback".to_string(), |l| format!("{} at {LOSS_PCT} % loss", l.name));
+    let link = run.link_name();
     Ok(vec![
         Row { size: size.into(), link: link.clone(), path: "ours -> ours", figures: ours },
         Row { size: size.into(), link, path: "ours -> ffmpeg", figures: ffmpeg },
@@ -120,15 +137,9 @@ async fn ours(
 }
 
 /// ffmpeg's own correlated sources to our decoder.
-async fn from_ffmpeg(
-    bin: &str,
-    size: &str,
-    link: Option<&linkemu::LinkProfile>,
-    latency: u32,
-    seconds: u64,
-    out: &Path,
-) -> anyhow::Result<Row> {
-    let tag = format!("lipsync-{size}-{}", link.map_or("loopback", |l| l.name.as_str()));
+async fn from_ffmpeg(run: &Run<'_>) -> anyhow::Result<Row> {
+    let Run { bin, size, link, latency, seconds, out } = *run;
+    let tag = run.tag();
     let port = crate::free_udp_port()?;
     let (to, _relay) = through(link, port, 5).await?;
     let dec_file = out.join(format!("{tag}-ffmpeg-ours.jsonl"));
@@ -153,7 +164,7 @@ async fn from_ffmpeg(
     anyhow::ensure!(rd?.success(), "the decoder failed; see {}", dec_file.display());
     Ok(Row {
         size: size.into(),
-        link: link.map_or("loopback".to_string(), |l| format!("{} at {LOSS_PCT} % loss", l.name)),
+        link: run.link_name(),
         path: "ffmpeg -> ours",
         figures: summary(&dec_file)?["av_offset"].clone(),
     })
@@ -177,9 +188,10 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
         for size in sizes {
             let name = link.map_or("loopback", |l| l.name.as_str());
             eprintln!("lip sync: {size} over {name}, {seconds} s: our encoder to our decoder and ffmpeg ...");
-            rows.extend(ours(bin, size, *link, latency, seconds, out).await?);
+            let run = Run { bin, size, link: *link, latency, seconds, out };
+            rows.extend(ours(&run).await?);
             eprintln!("lip sync: {size} over {name}, {seconds} s: ffmpeg to our decoder ...");
-            rows.push(from_ffmpeg(bin, size, *link, latency, seconds, out).await?);
+            rows.push(from_ffmpeg(&run).await?);
         }
     }
     println!("| size | link | sender -> receiver | events | offset p50 | min | max | within -60/+40 ms |");

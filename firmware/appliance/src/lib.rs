@@ -7,6 +7,7 @@ mod changes;
 pub mod config_store;
 pub mod daemon;
 pub mod decoder_role;
+pub mod decoder_stats;
 pub mod encoder_role;
 mod error;
 pub mod logs;

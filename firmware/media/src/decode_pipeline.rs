@@ -101,116 +101,6 @@ pub type FrameConsumer = Arc<dyn Fn(&gst::Sample) + Send + Sync>;
 /// this box's own), if any.
 pub type TimecodeConsumer = Arc<dyn Fn(Timecode, Option<Timecode>) + Send + Sync>;
 
-/// Notices a sender that started its stream again on the same connection (an encoder restarted
-/// for a new picture size while its outputs stayed connected): the program clock (PCR) goes
-/// back, jumps far ahead, or is flagged discontinuous. A decoder that went on would see every
-/// stream's times jump and sort them out each its own way; one started afresh sees a new stream.
-///
-/// It keeps the latest program tables (PAT and PMT) for the new decoder: a sender's muxer sends
-/// them just before its first picture, often in the message before the one with the new clock,
-/// and a decoder without them waits for the next tables and the next keyframe (a second).
-#[derive(Debug, Clone, Default)]
-pub struct TimelineWatch {
-    pcr: Option<(u16, u64)>,
-    /// Bytes of a packet cut by a message boundary (a sender reading a pipe sends what it read).
-    partial: Vec<u8>,
-    pat: Option<Vec<u8>>,
-    pmt: Option<(u16, Vec<u8>)>,
-}
-
-/// 90 kHz ticks of PCR that count as a jump ahead (5 s).
-const PCR_JUMP: u64 = 5 * 90_000;
-/// 90 kHz ticks back that count as going back (10 ms).
-const PCR_BACK: u64 = 900;
-const PCR_WRAP: u64 = 1 << 33;
-
-impl TimelineWatch {
-    /// Feeds TS bytes as they arrive (any boundaries); `true` if the stream's clock started
-    /// again in them.
-    pub fn feed(&mut self, data: &[u8]) -> bool {
-        let mut bytes = std::mem::take(&mut self.partial);
-        bytes.extend_from_slice(data);
-        let mut restarted = false;
-        let mut i = 0;
-        while i + 188 <= bytes.len() {
-            // In step only where a sync byte starts this packet and the next (or the data ends).
-            if bytes[i] != 0x47 || bytes.get(i + 188).is_some_and(|&b| b != 0x47) {
-                i += 1;
-                continue;
-            }
-            restarted |= self.packet(&bytes[i..i + 188]);
-            i += 188;
-        }
-        self.partial = bytes[i..].to_vec();
-        restarted
-    }
-
-    fn packet(&mut self, p: &[u8]) -> bool {
-        let pid = (u16::from(p[1] & 0x1f) << 8) | u16::from(p[2]);
-        let unit_start = p[1] & 0x40 != 0;
-        if pid == 0 && unit_start {
-            self.pat = Some(p.to_vec());
-            if let Some(pmt) = pat_first_pmt_pid(p) {
-                if self.pmt.as_ref().is_none_or(|(id, _)| *id != pmt) {
-                    self.pmt = Some((pmt, Vec::new()));
-                }
-            }
-        } else if unit_start && self.pmt.as_ref().is_some_and(|(id, _)| *id == pid) {
-            self.pmt = Some((pid, p.to_vec()));
-        }
-        // An adaptation field long enough to hold flags and a PCR.
-        if p[3] & 0x20 == 0 || p[4] < 7 || p[5] & 0x10 == 0 {
-            return false;
-        }
-        // The clock of the PID that carried the first PCR (the PMT names one).
-        if self.pcr.is_some_and(|(first, _)| first != pid) {
-            return false;
-        }
-        let discontinuity = p[5] & 0x80 != 0;
-        let base = (u64::from(p[6]) << 25)
-            | (u64::from(p[7]) << 17)
-            | (u64::from(p[8]) << 9)
-            | (u64::from(p[9]) << 1)
-            | (u64::from(p[10]) >> 7);
-        let restarted = self.pcr.is_some_and(|(_, last)| {
-            let ahead = base.wrapping_sub(last) % PCR_WRAP;
-            let back = last.wrapping_sub(base) % PCR_WRAP;
-            discontinuity || (back > PCR_BACK && back < PCR_WRAP / 2) || (ahead > PCR_JUMP && ahead < PCR_WRAP / 2)
-        });
-        self.pcr = Some((pid, base));
-        restarted
-    }
-
-    /// The latest program tables seen (PAT, then PMT), to start a new decoder with.
-    pub fn tables(&self) -> Vec<u8> {
-        let mut out = self.pat.clone().unwrap_or_default();
-        if let Some((_, pmt)) = &self.pmt {
-            out.extend_from_slice(pmt);
-        }
-        out
-    }
-}
-
-/// The PID of the first program's PMT in a PAT packet that starts its section.
-fn pat_first_pmt_pid(p: &[u8]) -> Option<u16> {
-    let mut i = 4;
-    if p[3] & 0x20 != 0 {
-        i += 1 + usize::from(p[4]);
-    }
-    let pointer = usize::from(*p.get(i)?);
-    let s = p.get(i + 1 + pointer..)?;
-    if s.first() != Some(&0) || s.len() < 8 {
-        return None;
-    }
-    let len = (usize::from(s[1] & 0x0f) << 8) | usize::from(s[2]);
-    // Programs from byte 8 to the CRC's 4 bytes at the end of the section.
-    let programs = s.get(8..(3 + len).saturating_sub(4))?;
-    programs
-        .chunks_exact(4)
-        .find(|e| u16::from_be_bytes([e[0], e[1]]) != 0)
-        .map(|e| (u16::from(e[2] & 0x1f) << 8) | u16::from(e[3]))
-}
-
 /// A lip-sync mark read from the stream, at its presentation time (ns, the pipeline's stream
 /// time, the same for sound and picture).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -360,11 +250,7 @@ impl DecodePipeline {
             let (marks, beeps) = (on_mark.clone(), std::sync::Mutex::new(lipsync::BeepDetector::default()));
             pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
                 let Some(gst::PadProbeData::Buffer(ref buffer)) = info.data else { return gst::PadProbeReturn::Ok };
-                let caps = pad.current_caps();
-                let format = caps
-                    .as_ref()
-                    .and_then(|c| c.structure(0))
-                    .and_then(|s| Some((s.get::<i32>("rate").ok()? as u32, s.get::<i32>("channels").ok()? as usize)));
+                let format = crate::audio_format(pad);
                 if let (Some((rate, channels)), Some(pts), Ok(map)) = (format, buffer.pts(), buffer.map_readable()) {
                     let samples: Vec<f32> =
                         map.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
@@ -478,82 +364,6 @@ pub fn sample_timecodes(sample: &gst::Sample) -> Option<(Timecode, Option<Timeco
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pcr_packet(pid: u16, base: u64, discontinuity: bool) -> Vec<u8> {
-        let mut p = vec![0xffu8; 188];
-        p[0] = 0x47;
-        p[1] = (pid >> 8) as u8 & 0x1f;
-        p[2] = pid as u8;
-        p[3] = 0x30;
-        p[4] = 7;
-        p[5] = 0x10 | if discontinuity { 0x80 } else { 0 };
-        p[6] = (base >> 25) as u8;
-        p[7] = (base >> 17) as u8;
-        p[8] = (base >> 9) as u8;
-        p[9] = (base >> 1) as u8;
-        p[10] = ((base & 1) << 7) as u8 | 0x7e;
-        p[11] = 0;
-        p
-    }
-
-    #[test]
-    fn a_stream_started_again_on_the_same_connection_is_noticed() {
-        let mut w = TimelineWatch::default();
-        let s = 90_000u64;
-        let mut t = 3600 * s;
-        // A second of PCRs every 40 ms, in SRT messages of seven packets with other packets.
-        for _ in 0..25 {
-            let mut msg = pcr_packet(0x41, t, false);
-            // Payload-only packets of another PID.
-            for _ in 0..6 {
-                let mut other = vec![0xffu8; 188];
-                other[..4].copy_from_slice(&[0x47, 0x01, 0x00, 0x10]);
-                msg.extend(other);
-            }
-            assert!(!w.feed(&msg));
-            t += s / 25;
-        }
-        // The encoder restarted: its muxer's clock begins again at 3600 s.
-        assert!(w.feed(&pcr_packet(0x41, 3600 * s, false)));
-        assert!(!w.feed(&pcr_packet(0x41, 3600 * s + s / 25, false)));
-        // Flagged discontinuous, a jump of a minute; another PID's PCR is not the clock.
-        assert!(w.feed(&pcr_packet(0x41, 3600 * s + 2 * s / 25, true)));
-        assert!(w.feed(&pcr_packet(0x41, 3660 * s, false)));
-        assert!(!w.feed(&pcr_packet(0x100, 0, false)));
-        // Messages cut anywhere (a sender that sends what it read from a pipe): no false clock
-        // from a packet read out of step, and the clock still followed.
-        let mut w = TimelineWatch::default();
-        let mut stream = Vec::new();
-        for k in 0..50u64 {
-            stream.extend(pcr_packet(0x41, 3600 * s + k * s / 25, false));
-            let mut other = vec![0xffu8; 188];
-            other[..4].copy_from_slice(&[0x47, 0x01, 0x00, 0x10]);
-            stream.extend(other);
-        }
-        // A stray sync byte where a packet's payload is, as real payloads have.
-        stream[188 * 3 + 100] = 0x47;
-        for chunk in stream.chunks(1000) {
-            assert!(!w.feed(chunk));
-        }
-        let back = pcr_packet(0x41, 3600 * s, false);
-        assert!(!w.feed(&back[..100]));
-        assert!(w.feed(&back[100..]), "the clock going back, across two messages");
-        // The tables to start the new decoder with: the PAT and the PMT it names.
-        let mut pat = vec![0xffu8; 188];
-        pat[..4].copy_from_slice(&[0x47, 0x40, 0x00, 0x10]);
-        // Pointer 0; table 0, section length 13; stream id, version, sections; program 1 at PID 0x20.
-        pat[4..21].copy_from_slice(&[0, 0, 0xb0, 13, 0, 1, 0xc1, 0, 0, 0, 1, 0xe0, 0x20, 1, 2, 3, 4]);
-        let mut pmt = vec![0xffu8; 188];
-        pmt[..5].copy_from_slice(&[0x47, 0x40, 0x20, 0x10, 0]);
-        let mut w = TimelineWatch::default();
-        w.feed(&pat);
-        w.feed(&pmt);
-        assert_eq!(w.tables(), [pat.clone(), pmt.clone()].concat());
-        // The 33-bit clock wrapping is no restart.
-        let mut w = TimelineWatch::default();
-        assert!(!w.feed(&pcr_packet(0x41, PCR_WRAP - s / 50, false)));
-        assert!(!w.feed(&pcr_packet(0x41, s / 50, false)));
-    }
 
     #[test]
     fn streams_are_named_for_the_user() {

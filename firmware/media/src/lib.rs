@@ -13,6 +13,7 @@ pub mod latency;
 pub mod lipsync;
 pub mod platform;
 pub mod timecode;
+pub mod timeline;
 
 pub use encoder_choice::{choose_encoder, EncoderChoice, EncoderKind};
 pub use encoder_pipeline::{
@@ -20,6 +21,13 @@ pub use encoder_pipeline::{
 };
 pub use error::{make, MediaError};
 pub use platform::{CodecPart, Platform};
+
+/// The sample rate and channel count of raw audio caps on `pad`, if it has them.
+pub(crate) fn audio_format(pad: &gst::Pad) -> Option<(u32, usize)> {
+    let caps = gst::prelude::PadExt::current_caps(pad)?;
+    let s = caps.structure(0)?;
+    Some((s.get::<i32>("rate").ok()? as u32, s.get::<i32>("channels").ok()? as usize))
+}
 
 /// Initialises GStreamer once per process.
 pub fn init() -> Result<(), MediaError> {

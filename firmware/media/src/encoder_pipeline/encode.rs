@@ -191,12 +191,7 @@ pub fn aac_priming(element: &str) -> std::time::Duration {
 /// Writes the lip-sync beep into the test source's (silent, F32 interleaved) buffers.
 fn add_beep(pad: &gst::Pad, grid: crate::lipsync::SharedGrid) {
     pad.add_probe(gst::PadProbeType::BUFFER, move |pad, probe| {
-        let caps = pad.current_caps();
-        let Some((rate, channels)) = caps
-            .as_ref()
-            .and_then(|c| c.structure(0))
-            .and_then(|s| Some((s.get::<i32>("rate").ok()? as u32, s.get::<i32>("channels").ok()? as usize)))
-        else {
+        let Some((rate, channels)) = crate::audio_format(pad) else {
             return gst::PadProbeReturn::Ok;
         };
         if let Some(gst::PadProbeData::Buffer(ref mut buffer)) = probe.data {
