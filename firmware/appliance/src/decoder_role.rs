@@ -25,7 +25,7 @@ use telebridge_media::{EncoderPipeline, EncoderSettings, TsFanout};
 use telebridge_srt::{InputStatus, SrtInput, SrtOutput};
 use tracing::{info, warn};
 
-pub use crate::decoder_stats::{AvLast, DecodeSample, DecodeSummary, DecoderStats, DisplayStats};
+pub use crate::decoder_stats::{AvEvent, DecodeSample, DecodeSummary, DecoderStats, DisplayStats};
 pub use crate::slate::{bridge_slate_text, slate_text, stream_problem, Arrived};
 use crate::AppError;
 
@@ -186,9 +186,9 @@ pub async fn run_decoder(
     let clock = Instant::now();
     let since = move || clock.elapsed().as_nanos() as u64;
     let av = Arc::new(Mutex::new(AvMeter::new(Duration::from_secs(10))));
-    let av_last = Arc::new(Mutex::new(None::<AvLast>));
+    let av_events = Arc::new(Mutex::new(crate::decoder_stats::RecentAvEvents::default()));
     let on_mark: telebridge_media::decode_pipeline::MarkConsumer = {
-        let (av, av_last) = (av.clone(), av_last.clone());
+        let (av, av_events) = (av.clone(), av_events.clone());
         Arc::new(move |mark| {
             let mut m = av.lock().unwrap_or_else(|p| p.into_inner());
             tracing::trace!(?mark, "lip-sync mark");
@@ -198,8 +198,10 @@ pub async fn run_decoder(
             };
             if let Some(e) = event {
                 tracing::debug!(offset_ms = e.offset_ms, "lip sync");
-                *av_last.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some(AvLast { offset_ms: e.offset_ms, at_unix_ms: timecode::now_us() / 1000 });
+                av_events
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(AvEvent { offset_ms: e.offset_ms, at_unix_ms: timecode::now_us() / 1000 });
             }
         })
     };
@@ -361,7 +363,7 @@ pub async fn run_decoder(
                 latency: recent.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
                 round_trip: round_trip.lock().unwrap_or_else(|p| p.into_inner()).recent.summary(Instant::now()),
                 av_offset: av.lock().unwrap_or_else(|p| p.into_inner()).summary(since()),
-                av_last: *av_last.lock().unwrap_or_else(|p| p.into_inner()),
+                av_events: av_events.lock().unwrap_or_else(|p| p.into_inner()).list(timecode::now_us() / 1000),
                 loop_output: looped.as_ref().map(|l| l.output.status().borrow().clone()),
             };
             if let Some(cb) = &options.on_sample {

@@ -64,19 +64,46 @@ pub struct DecodeSample {
     /// Lip sync over the last 10 s, when the sender's sound and picture carry the test source's
     /// marks: the picture's time less the sound's (positive: the sound comes first).
     pub av_offset: Option<AvOffsetSummary>,
-    /// The latest lip-sync event.
-    pub av_last: Option<AvLast>,
+    /// The lip-sync events of the last 3 s, oldest first. Lines come about once a second and
+    /// events once a second, so a line repeats some of the line before's (a reader keeps them by
+    /// `at_unix_ms`), and none is lost between two lines.
+    pub av_events: Vec<AvEvent>,
     /// The `--loop-to` output, when there is one.
     pub loop_output: Option<OutputStatus>,
 }
 
 /// One lip-sync event.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct AvLast {
+pub struct AvEvent {
     /// The picture's time less the sound's, ms.
     pub offset_ms: f64,
     /// When it was measured, ms since the Unix epoch.
     pub at_unix_ms: u64,
+}
+
+/// The lip-sync events of the last few seconds, in fixed memory.
+#[derive(Debug, Clone, Default)]
+pub struct RecentAvEvents(std::collections::VecDeque<AvEvent>);
+
+impl RecentAvEvents {
+    /// How long an event is kept, ms.
+    const KEEP_MS: u64 = 3000;
+    /// At most this many (events come once a second).
+    const MAX: usize = 8;
+
+    /// Records an event.
+    pub fn push(&mut self, event: AvEvent) {
+        if self.0.len() == Self::MAX {
+            self.0.pop_front();
+        }
+        self.0.push_back(event);
+    }
+
+    /// The events of the last 3 s before `now_unix_ms`, oldest first.
+    pub fn list(&mut self, now_unix_ms: u64) -> Vec<AvEvent> {
+        self.0.retain(|e| e.at_unix_ms + Self::KEEP_MS > now_unix_ms);
+        self.0.iter().copied().collect()
+    }
 }
 
 /// The decoder's summary at exit.
@@ -96,4 +123,25 @@ pub struct DecodeSummary {
     pub av_offset: Option<AvOffsetSummary>,
     /// Seconds the slate was on screen (counted once a second).
     pub slate_s: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_lip_sync_events_are_those_of_the_last_three_seconds_at_most_eight() {
+        let mut r = RecentAvEvents::default();
+        let e = |at| AvEvent { offset_ms: -32.0, at_unix_ms: at };
+        assert!(r.list(1000).is_empty());
+        r.push(e(1000));
+        r.push(e(2000));
+        assert_eq!(r.list(2500), [e(1000), e(2000)]);
+        assert_eq!(r.list(4000), [e(2000)], "the first is 3 s old");
+        for k in 0..20 {
+            r.push(e(4000 + k * 10));
+        }
+        assert_eq!(r.list(4200), (12..20).map(|k| e(4000 + k * 10)).collect::<Vec<_>>());
+        assert!(r.list(9000).is_empty());
+    }
 }

@@ -3,8 +3,13 @@
 
 /// Notices a sender that started its stream again on the same connection (an encoder restarted
 /// for a new picture size while its outputs stayed connected): the program clock (PCR) goes
-/// back, jumps far ahead, or is flagged discontinuous. A decoder that went on would see every
-/// stream's times jump and sort them out each its own way; one started afresh sees a new stream.
+/// back, jumps far ahead, or is flagged discontinuous, or a stream's presentation time (PTS)
+/// goes back or jumps. A decoder that went on would see every stream's times jump and sort them
+/// out each its own way; one started afresh sees a new stream.
+///
+/// The PTS counts as much as the PCR: a muxer may send its first sound and even its first
+/// picture before its first PCR (GStreamer's mpegtsmux does, now and then, after a restart), and
+/// a keyframe handed to the old decoder is a keyframe the new one waits a second for.
 ///
 /// It keeps the latest program tables (PAT and PMT) for the new decoder: a sender's muxer sends
 /// them just before its first picture, often in the message before the one with the new clock,
@@ -12,17 +17,24 @@
 #[derive(Debug, Clone, Default)]
 pub struct TimelineWatch {
     pcr: Option<(u16, u64)>,
+    /// The latest PTS of each PID that carried one (the first few PIDs).
+    pts: Vec<(u16, u64)>,
     /// Bytes of a packet cut by a message boundary (a sender reading a pipe sends what it read).
     partial: Vec<u8>,
     pat: Option<Vec<u8>>,
     pmt: Option<(u16, Vec<u8>)>,
 }
 
-/// 90 kHz ticks of PCR that count as a jump ahead (5 s).
+/// 90 kHz ticks of PCR or PTS that count as a jump ahead (5 s).
 const PCR_JUMP: u64 = 5 * 90_000;
 /// 90 kHz ticks back that count as going back (10 ms).
 const PCR_BACK: u64 = 900;
+/// 90 kHz ticks a PTS may go back in one stream (pictures reordered around B-frames go back by
+/// a few frames; 1 s is far more than any encoder reorders).
+const PTS_BACK: u64 = 90_000;
 const PCR_WRAP: u64 = 1 << 33;
+/// PIDs whose PTS is followed (a program has a picture, a sound or two, subtitles).
+const PTS_PIDS: usize = 8;
 
 impl TimelineWatch {
     /// Feeds TS bytes as they arrive (any boundaries); `true` if the stream's clock started
@@ -58,13 +70,25 @@ impl TimelineWatch {
         } else if unit_start && self.pmt.as_ref().is_some_and(|(id, _)| *id == pid) {
             self.pmt = Some((pid, p.to_vec()));
         }
+        let mut restarted = false;
+        if let Some(pts) = pes_pts(p).filter(|_| unit_start) {
+            if self.pts.iter().any(|&(id, last)| id == pid && moved(last, pts, PTS_BACK)) {
+                self.start_again();
+                restarted = true;
+            }
+            if let Some(entry) = self.pts.iter_mut().find(|(id, _)| *id == pid) {
+                entry.1 = pts;
+            } else if self.pts.len() < PTS_PIDS {
+                self.pts.push((pid, pts));
+            }
+        }
         // An adaptation field long enough to hold flags and a PCR.
         if p[3] & 0x20 == 0 || p[4] < 7 || p[5] & 0x10 == 0 {
-            return false;
+            return restarted;
         }
         // The clock of the PID that carried the first PCR (the PMT names one).
         if self.pcr.is_some_and(|(first, _)| first != pid) {
-            return false;
+            return restarted;
         }
         let discontinuity = p[5] & 0x80 != 0;
         let base = (u64::from(p[6]) << 25)
@@ -72,13 +96,18 @@ impl TimelineWatch {
             | (u64::from(p[8]) << 9)
             | (u64::from(p[9]) << 1)
             | (u64::from(p[10]) >> 7);
-        let restarted = self.pcr.is_some_and(|(_, last)| {
-            let ahead = base.wrapping_sub(last) % PCR_WRAP;
-            let back = last.wrapping_sub(base) % PCR_WRAP;
-            discontinuity || (back > PCR_BACK && back < PCR_WRAP / 2) || (ahead > PCR_JUMP && ahead < PCR_WRAP / 2)
-        });
+        if self.pcr.is_some_and(|(_, last)| discontinuity || moved(last, base, PCR_BACK)) {
+            self.start_again();
+            restarted = true;
+        }
         self.pcr = Some((pid, base));
         restarted
+    }
+
+    /// Forgets the old stream's times: the new stream's first PCR and PTS are not a restart.
+    fn start_again(&mut self) {
+        self.pcr = None;
+        self.pts.clear();
     }
 
     /// The latest program tables seen (PAT, then PMT), to start a new decoder with.
@@ -89,6 +118,32 @@ impl TimelineWatch {
         }
         out
     }
+}
+
+/// Whether a 90 kHz time went back more than `back` ticks or jumped ahead more than 5 s from
+/// `last` (modulo the 33-bit wrap).
+fn moved(last: u64, now: u64, back: u64) -> bool {
+    let ahead = now.wrapping_sub(last) % PCR_WRAP;
+    let went_back = last.wrapping_sub(now) % PCR_WRAP;
+    (went_back > back && went_back < PCR_WRAP / 2) || (ahead > PCR_JUMP && ahead < PCR_WRAP / 2)
+}
+
+/// The PTS of the PES that starts in this packet, if it carries one.
+fn pes_pts(p: &[u8]) -> Option<u64> {
+    let start = if p[3] & 0x20 != 0 { 5 + usize::from(p[4]) } else { 4 };
+    let h = p.get(start..start + 14)?;
+    // A start code, an optional header (marker bits 10) with the PTS flag.
+    if h[..3] != [0, 0, 1] || h[6] & 0xc0 != 0x80 || h[7] & 0x80 == 0 {
+        return None;
+    }
+    let b = &h[9..14];
+    Some(
+        (u64::from(b[0] >> 1 & 7) << 30)
+            | (u64::from(b[1]) << 22)
+            | (u64::from(b[2] >> 1) << 15)
+            | (u64::from(b[3]) << 7)
+            | u64::from(b[4] >> 1),
+    )
 }
 
 /// The PID of the first program's PMT in a PAT packet that starts its section.
@@ -130,6 +185,59 @@ mod tests {
         p[10] = ((base & 1) << 7) as u8 | 0x7e;
         p[11] = 0;
         p
+    }
+
+    /// A packet that starts a PES with a PTS, with a PCR in its adaptation field if given.
+    fn pes_packet(pid: u16, pts: u64, pcr: Option<u64>) -> Vec<u8> {
+        let mut p = match pcr {
+            Some(base) => pcr_packet(pid, base, false),
+            None => {
+                let mut p = vec![0xffu8; 188];
+                p[..4].copy_from_slice(&[0x47, (pid >> 8) as u8 & 0x1f, pid as u8, 0x10]);
+                p
+            }
+        };
+        p[1] |= 0x40;
+        let at = if pcr.is_some() { 12 } else { 4 };
+        let b = [
+            0x21 | ((pts >> 29) as u8 & 0x0e),
+            (pts >> 22) as u8,
+            0x01 | ((pts >> 14) as u8 & 0xfe),
+            (pts >> 7) as u8,
+            0x01 | ((pts << 1) as u8 & 0xfe),
+        ];
+        p[at..at + 9].copy_from_slice(&[0, 0, 1, 0xe0, 0, 0, 0x80, 0x80, 5]);
+        p[at + 9..at + 14].copy_from_slice(&b);
+        p
+    }
+
+    #[test]
+    fn a_new_stream_whose_first_pictures_come_before_its_first_pcr_is_noticed_at_once() {
+        let s = 90_000u64;
+        let (video, audio) = (0x41, 0x42);
+        let mut w = TimelineWatch::default();
+        // Four seconds of the old stream: pictures every 33 ms (B-frames reordered: one in three
+        // 67 ms before the one before it), a PCR with every third, sound every 21 ms.
+        for k in 0..120u64 {
+            let pts = 3600 * s + k * s / 30 + if k % 3 == 2 { 0 } else { s / 15 };
+            let pcr = (k % 3 == 0).then_some(3600 * s - s / 10 + k * s / 30);
+            assert!(!w.feed(&pes_packet(video, pts, pcr)), "picture {k}");
+            assert!(!w.feed(&pes_packet(audio, 3600 * s + k * s / 30, None)), "sound {k}");
+        }
+        // The new stream: sound, then a picture, each before the first PCR.
+        assert!(w.feed(&pes_packet(audio, 3600 * s + s / 5, None)), "the new sound's time went back");
+        assert!(!w.feed(&pes_packet(video, 3600 * s + s / 4, None)), "the new stream is one restart");
+        assert!(!w.feed(&pes_packet(video, 3600 * s + s / 4 + s / 30, Some(3600 * s + s / 8))));
+        assert!(!w.feed(&pes_packet(audio, 3600 * s + s / 5 + s / 47, None)));
+        // A picture first, with no PCR, then the PCR: one restart, at the picture.
+        let mut w = TimelineWatch::default();
+        for k in 0..60u64 {
+            assert!(!w.feed(&pes_packet(video, 3600 * s + k * s / 30, Some(3600 * s + k * s / 30 - s / 10))));
+        }
+        assert!(w.feed(&pes_packet(video, 3600 * s + s / 3, None)));
+        assert!(!w.feed(&pes_packet(video, 3600 * s + s / 3 + s / 30, Some(3600 * s + s / 4))));
+        // A jump far ahead in one stream's PTS is a restart too.
+        assert!(w.feed(&pes_packet(video, 3700 * s, None)));
     }
 
     #[test]
