@@ -341,17 +341,37 @@ fn figures(run: &Run, trace: &CapacityTrace) -> Figures {
 }
 
 /// Runs every trace three ways, writes CSV and PNG, prints the table.
-pub async fn run(out: &Path, quick: bool) -> anyhow::Result<()> {
+/// `only_traces` and `only_modes` (by name; empty: all) pick some, to look at one closely.
+pub async fn run(out: &Path, quick: bool, only_traces: &[String], only_modes: &[String]) -> anyhow::Result<()> {
     let traces_dir = PathBuf::from("bench/traces");
-    let cases = cases(quick, &traces_dir)?;
-    let modes = [Mode::Fixed, Mode::Belacoder, Mode::Ours];
+    let mut cases = cases(quick, &traces_dir)?;
+    if !only_traces.is_empty() {
+        let names: Vec<&str> = cases.iter().map(|c| c.name).collect();
+        for t in only_traces {
+            anyhow::ensure!(
+                names.contains(&t.as_str()),
+                "--traces: no trace {t:?}; the traces are {}",
+                names.join(", ")
+            );
+        }
+        cases.retain(|c| only_traces.iter().any(|t| t == c.name));
+    }
+    let all = [Mode::Fixed, Mode::Belacoder, Mode::Ours];
+    for m in only_modes {
+        anyhow::ensure!(
+            all.iter().any(|a| a.file() == m),
+            "--modes: no mode {m:?}; the modes are fixed, belacoder, ours"
+        );
+    }
+    let modes: Vec<Mode> =
+        all.into_iter().filter(|a| only_modes.is_empty() || only_modes.iter().any(|m| m == a.file())).collect();
     println!("| trace | mode | frames lost for good | seconds with loss | mean kbit/s arrived | p10 kbit/s | worst recovery after a drop |");
     println!("|---|---|---|---|---|---|---|");
     let mut verdicts = Vec::new();
     for case in &cases {
         std::fs::write(out.join(format!("abr-{}-trace.csv", case.name)), case.trace.to_csv())?;
         let mut runs = Vec::new();
-        for mode in modes {
+        for &mode in &modes {
             eprintln!("{} ({}), {}, {} s ...", case.name, case.about, mode.label(), case.seconds);
             let r = one(case, mode, out).await.with_context(|| format!("{} {}", case.name, mode.label()))?;
             runs.push(r);
@@ -399,8 +419,9 @@ pub async fn run(out: &Path, quick: bool) -> anyhow::Result<()> {
     );
     // The bar: ours loses no more than belacoder's rule and delivers at least its mean;
     // on the 4G traces strictly fewer lost frames.
-    for (name, f, _) in &verdicts {
-        let (b, o) = (&f[1], &f[2]);
+    for (name, f, runs) in &verdicts {
+        let of = |m: Mode| runs.iter().position(|r| r.mode == m).map(|i| &f[i]);
+        let (Some(b), Some(o)) = (of(Mode::Belacoder), of(Mode::Ours)) else { continue };
         let fewer = if name.starts_with("4g") { o.lost < b.lost } else { o.lost <= b.lost };
         println!(
             "{name}: ours {} belacoder's rule on lost frames ({} vs {}), {} on mean bitrate ({:.0} vs {:.0} kbit/s)",
@@ -412,7 +433,7 @@ pub async fn run(out: &Path, quick: bool) -> anyhow::Result<()> {
             b.mean_kbps
         );
     }
-    if quick {
+    if quick && modes.len() == all.len() {
         let (_, f, runs) = &verdicts[0];
         // The mechanism works: a fixed 6 Mbit/s over the 2 Mbit/s part loses frames; ours goes
         // under 2 Mbit/s there and above it again once the link has 5.

@@ -48,7 +48,14 @@ enum Bench {
     Srt4g,
     /// Adaptive bitrate on capacity traces (steps, a fade, two 4G uplinks, a trace file): a
     /// fixed bitrate, belacoder's rule and ours with the same encoder, link and receiver.
-    Abr,
+    Abr {
+        /// Only these traces (by name: steps, fade, 4g-1, 4g-2, venue-file), to look at one.
+        #[arg(long, value_delimiter = ',')]
+        traces: Vec<String>,
+        /// Only these modes (fixed, belacoder, ours); the verdict needs belacoder and ours.
+        #[arg(long, value_delimiter = ',')]
+        modes: Vec<String>,
+    },
     /// One encoder listening, 1, 10, 25, 50 decoders calling: CPU, memory, expected against
     /// actual bandwidth (the Raspberry Pi server study's table).
     Fanout,
@@ -130,7 +137,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     match args.bench {
         Bench::Srt4g => runtime.block_on(srt_4g::run(&args.profiles, &args.out, args.quick)),
-        Bench::Abr => runtime.block_on(abr::run(&args.out, args.quick)),
+        Bench::Abr { traces, modes } => runtime.block_on(abr::run(&args.out, args.quick, &traces, &modes)),
         Bench::Fanout => fanout::run(&args.out, args.quick),
         Bench::Idle => idle::run(args.quick),
         Bench::Lipsync => runtime.block_on(lipsync::run(&args.profiles, &args.out, args.quick)),
