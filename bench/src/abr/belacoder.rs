@@ -131,7 +131,7 @@ impl RateLaw for Belacoder {
         }
         // Rounded down to 100 kbit/s, as belacoder sets its encoder.
         let set = (self.rate / 100_000.0).floor() * 100.0;
-        RateDecision { stream_kbps: set.max(self.bounds.min_kbps), why }
+        RateDecision { stream_kbps: set.max(self.bounds.min_kbps), why, send_cap_kbps: None }
     }
 }
 

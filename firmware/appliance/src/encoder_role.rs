@@ -167,10 +167,10 @@ pub async fn run_encoder(
     let mut set_bitrate = pipeline.bitrate_setter();
     let mut rate_tick = tokio::time::interval(options.rate_step.unwrap_or(crate::rate::STEP));
     rate_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let pace = |outputs: &[(String, Arc<Output>, telebridge_media::TsConsumerId)], bytes_per_s: i64| {
+    let pace = |outputs: &[(String, Arc<Output>, telebridge_media::TsConsumerId)], pacing| {
         for (_, o, _) in outputs {
             if let Output::Srt(o) = o.as_ref() {
-                o.pace_by_input(bytes_per_s);
+                o.pace(pacing);
             }
         }
     };

@@ -199,6 +199,13 @@ impl Socket {
         self.set_i64(ffi::SRTO_MAXBW, 0)
     }
 
+    /// Paces the connection at `bytes_per_s` at most, new packets and retransmissions together
+    /// (`SRTO_MAXBW`, libsrt's absolute mode), whatever comes in: what the sender holds back
+    /// waits in its send buffer instead of a congested bottleneck's queue.
+    pub fn pace_at_most(&self, bytes_per_s: i64) -> Result<(), SrtError> {
+        self.set_i64(ffi::SRTO_MAXBW, bytes_per_s.max(1))
+    }
+
     /// Applies what `url` asks for: latency, encryption, stream id, bandwidth, timeouts.
     pub fn configure(&self, url: &SrtUrl) -> Result<(), SrtError> {
         let named =
@@ -419,5 +426,9 @@ mod tests {
         assert_eq!(get_i64(&s, ffi::SRTO_MININPUTBW), 250_000);
         s.pace_by_input(90_000, 25).expect("and again, lower");
         assert_eq!(get_i64(&s, ffi::SRTO_MININPUTBW), 90_000);
+        s.pace_at_most(200_000).expect("an absolute ceiling");
+        assert_eq!(get_i64(&s, ffi::SRTO_MAXBW), 200_000);
+        s.pace_by_input(90_000, 25).expect("and by the input again");
+        assert_eq!(get_i64(&s, ffi::SRTO_MAXBW), 0, "relative to the input again");
     }
 }

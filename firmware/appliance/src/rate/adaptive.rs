@@ -2,10 +2,9 @@
 //!
 //! Every step it measures three things from libsrt's counters of one connection:
 //!
-//! - **what the link delivered** lately: the packets that left the send buffer acknowledged
-//!   (sent once, minus the growth of the send buffer, minus the ones given up) over the last
-//!   round trip (0.3 s to 1 s): on a congested link this is its capacity, on a free link what the
-//!   encoder made;
+//! - **what the link delivered** lately: the cumulative ACK's advance (sent once, minus the
+//!   growth of the packets in flight, minus the ones given up) over the last round trip (0.3 s
+//!   to 1 s): on a congested link this is its capacity, on a free link what the encoder made;
 //! - **the queue on the way**: the round trip above the lowest one of the last 10 s (a
 //!   bottleneck's buffer filling up shows here long before it drops a packet);
 //! - **the backlog at home**: the send buffer beyond one round trip (packets waiting for their
@@ -13,6 +12,13 @@
 //!
 //! and decides, in this order:
 //!
+//! 0. **a capacity drop** (a queue, or packets in flight beyond the round trip, while the ACK
+//!    rate of the last 100 ms is under 80 % of the rate and of what was sent, twice in a row, not
+//!    right after a resend): that ACK rate is the new capacity (before the bottleneck's first
+//!    loss the ACKs come as it lets packets through); the rate goes at once to 75 % of it, and
+//!    the connection is paced at most at 85 % of it while the queue drains, then at all of it
+//!    until what waits at home has left ([`super::RateDecision::send_cap_kbps`]): libsrt's
+//!    pacing by the input rate would go on sending the old rate into the bottleneck for a second;
 //! 1. **overload** (a packet given up, or the queue or the backlog past a third of the SRT
 //!    latency: the next packets will be too late): the rate goes to 80 % of what the link
 //!    delivered (and at least 30 % lower, at most halved), once per round trip; in a
@@ -48,6 +54,22 @@ const DELIVERED_MIN_WINDOW: Duration = Duration::from_millis(300);
 /// ... and at most this long (a capacity drop shows within a second).
 const DELIVERED_MAX_WINDOW: Duration = Duration::from_secs(1);
 
+/// In a capacity drop, once the queue on the way is gone, the connection's send cap as a share
+/// of what the link carried at the drop's start: the link's whole rate, for what waits at home
+/// (pacing by the input rate would send it at a quarter over the stream's, and it would go
+/// stale there: 72 packets given up in one rate trace) ...
+const EPISODE_CAP: f64 = 1.0;
+/// ... and the most a cut leaves of it (the queue built meanwhile must drain).
+const EPISODE_CUT: f64 = 0.75;
+/// The window of the link's rate right after a drop.
+const RECENT: Duration = Duration::from_millis(100);
+/// ... and while the queue it filled drains, what the connection may send of it.
+const EPISODE_DRAIN: f64 = 0.85;
+/// An episode counts as a capacity drop when the link carried under this share of the rate.
+const DROP_SHARE: f64 = 0.8;
+/// Packets in flight beyond the round trip that are no queue: a frame sent as a burst, ms.
+const FLIGHT_SLACK_MS: f64 = 50.0;
+
 /// Our law's state for one connection.
 #[derive(Debug, Clone)]
 pub struct Adaptive {
@@ -69,6 +91,24 @@ pub struct Adaptive {
     pressure_at_cut: f64,
     last_raise: Duration,
     ceiling: Option<f64>,
+    /// (time, packets acknowledged so far) at the last calm step (no queue, no backlog): where
+    /// a congestion episode's measure of the link starts.
+    calm_mark: Option<(Duration, i64)>,
+    /// In a capacity drop (from the first step with a queue or a backlog, when the link carried
+    /// well under the rate, until calm again): what the link carried since the last calm step,
+    /// measured at the drop's start, kbit/s.
+    episode_kbps: Option<f64>,
+    /// When the drop was seen.
+    episode_start: Duration,
+    /// In a drop, while the queue on the way is above what jitter explains.
+    draining: bool,
+    /// (time, packets sent for the first time so far), for the last DELIVERED_MAX_WINDOW.
+    sends: VecDeque<(Duration, i64)>,
+    sends_total: i64,
+    /// The last step read the link well under the rate (a drop is read twice in a row).
+    low_before: bool,
+    /// When a packet was last sent again.
+    last_resend: Option<Duration>,
 }
 
 impl Adaptive {
@@ -88,6 +128,14 @@ impl Adaptive {
             pressure_at_cut: 0.0,
             last_raise: Duration::ZERO,
             ceiling: None,
+            calm_mark: None,
+            episode_kbps: None,
+            episode_start: Duration::ZERO,
+            draining: false,
+            sends: VecDeque::new(),
+            sends_total: 0,
+            low_before: false,
+            last_resend: None,
         }
     }
 
@@ -112,7 +160,15 @@ impl Adaptive {
             Why::Rising { .. } if self.rate >= self.bounds.max_kbps => Why::AtMaximum,
             w => w,
         };
-        RateDecision { stream_kbps: self.rate, why }
+        // In a congestion episode the connection sends at most a little under what the link
+        // carried at its start (and always 10 % over the stream, for its retransmissions).
+        // While the queue the drop filled is still there, well under it, so that it drains.
+        let draining = self.draining;
+        let send_cap_kbps = self.episode_kbps.map(|e| {
+            let share = if draining { EPISODE_DRAIN } else { EPISODE_CAP };
+            (e * share).max(self.rate * 1.1)
+        });
+        RateDecision { stream_kbps: self.rate, why, send_cap_kbps }
     }
 }
 
@@ -121,17 +177,35 @@ impl RateLaw for Adaptive {
         let Some((p, then)) = self.prev.replace((*s, now)) else {
             self.first = now;
             self.note_rtt(s.rtt_ms, now);
-            return RateDecision { stream_kbps: self.rate, why: Why::Start };
+            return RateDecision { stream_kbps: self.rate, why: Why::Start, send_cap_kbps: None };
         };
         let dt = now.saturating_sub(then).as_secs_f64();
         if dt <= 0.0 {
-            return RateDecision { stream_kbps: self.rate, why: Why::Holding { link_kbps: 0.0 } };
+            return RateDecision { stream_kbps: self.rate, why: Why::Holding { link_kbps: 0.0 }, send_cap_kbps: None };
         }
         // What left the send buffer acknowledged since the last sample.
         let first_sends = (s.packets_sent - s.packets_retransmitted) - (p.packets_sent - p.packets_retransmitted);
-        let acked =
-            first_sends - (s.send_buffer_packets - p.send_buffer_packets) - (s.packets_dropped - p.packets_dropped);
+        // (Packets sent for the first time, less the growth of those in flight: the cumulative
+        // ACK's advance. Not the send buffer's growth: it also holds packets not sent yet, which
+        // a send cap keeps there.)
+        let acked = first_sends - (s.flight_packets - p.flight_packets) - (s.packets_dropped - p.packets_dropped);
         self.acked_total += acked.max(0);
+        self.sends_total += first_sends.max(0);
+        self.sends.push_back((now, self.sends_total));
+        while self.sends.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
+            self.sends.pop_front();
+        }
+        // The link's rate over the last 100 ms: before any loss at the bottleneck, the ACKs come
+        // as the bottleneck lets packets through, so right after a capacity drop this is the new
+        // capacity within a few percent (the rate traces: 1.9-2.5 Mbit/s on a 2 Mbit/s link),
+        // where a round trip's or a second's window still holds the old rate. And what was sent
+        // for the first time over the same 100 ms.
+        let over_recent = |q: &VecDeque<(Duration, i64)>, total: i64| {
+            let (t0, a0) = q.iter().rev().find(|&&(t, _)| now.saturating_sub(t) >= RECENT).copied()?;
+            Some((total - a0) as f64 * PACKET_BYTES * 8.0 / 1000.0 / now.saturating_sub(t0).as_secs_f64().max(dt))
+        };
+        let recent = over_recent(&self.acked, self.acked_total);
+        let recent_sends = over_recent(&self.sends, self.sends_total);
         self.acked.push_back((now, self.acked_total));
         while self.acked.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
             self.acked.pop_front();
@@ -145,8 +219,9 @@ impl RateLaw for Adaptive {
             .find(|&&(t, _)| now.saturating_sub(t) <= window)
             .copied()
             .unwrap_or((then, self.acked_total - acked.max(0)));
+        let acked_total = self.acked_total;
         let rate_since = |t0: Duration, a0: i64| {
-            (self.acked_total - a0) as f64 * PACKET_BYTES * 8.0 / 1000.0 / now.saturating_sub(t0).as_secs_f64().max(dt)
+            (acked_total - a0) as f64 * PACKET_BYTES * 8.0 / 1000.0 / now.saturating_sub(t0).as_secs_f64().max(dt)
         };
         let delivered = rate_since(t0, a0);
         // What a cut aims under: the last round trip's rate, but within half and all of the last
@@ -180,6 +255,9 @@ impl RateLaw for Adaptive {
         let drain_ms = s.send_buffer_packets.max(0) as f64 * PACKET_BYTES * 8.0 / second.max(self.rate).max(1.0);
         let backlog = (drain_ms - s.rtt_ms - 50.0).max(0.0);
         let dropped = s.packets_dropped > p.packets_dropped;
+        if s.packets_retransmitted > p.packets_retransmitted {
+            self.last_resend = Some(now);
+        }
         // Jitter explains some queue; a queue that grows is no jitter, so the variation is
         // learnt only while nothing queues (and never hides more than a sixth of the latency).
         let queue_limit = 20f64.max((4.0 * self.rtt_var).min(latency / 6.0)).max(0.2 * base);
@@ -192,6 +270,73 @@ impl RateLaw for Adaptive {
         let since_cut = self.last_cut.map(|t| now.saturating_sub(t));
         let round_trip = Duration::from_secs_f64(s.rtt_ms.max(1.0) / 1000.0);
 
+        // A congestion episode starts at the first step with a queue or a backlog; what the
+        // link carried since the last calm step is measured then, before packets lost at the
+        // bottleneck hold the cumulative ACK back (after that, the ACKs come in bursts as each
+        // hole is filled and overstate what the link carries, by twice in the rate traces).
+        // Packets in flight beyond the round trip and a frame's burst, as time at the rate: the
+        // first sign of a queue (libsrt's round trip is smoothed and comes a step or two later).
+        let kbit_per_packet = PACKET_BYTES * 8.0 / 1000.0;
+        let flight_ms = s.flight_packets.max(0) as f64 * kbit_per_packet / self.rate.max(1.0) * 1000.0;
+        let flight_queue = (flight_ms - s.rtt_ms - FLIGHT_SLACK_MS).max(0.0);
+        let calm_now = queue < queue_limit / 2.0 && backlog < backlog_limit / 2.0 && flight_queue < queue_limit / 2.0;
+        let pressed = flight_queue > queue_limit
+            || dropped
+            || s.rtt_ms >= latency / 3.0
+            || backlog > latency / 2.0
+            || queue > queue_limit
+            || backlog > backlog_limit;
+        if calm_now {
+            self.calm_mark = Some((now, self.acked_total));
+        }
+        if !pressed {
+            self.low_before = false;
+        }
+        // The drop is over when the queue on the way is gone (what the cap held back at home may
+        // then leave at the input's pace).
+        if queue < queue_limit / 2.0 && flight_queue < queue_limit / 2.0 && backlog < backlog_limit / 2.0 {
+            self.episode_kbps = None;
+        } else if let Some(e) = self.episode_kbps {
+            // In the first steps, one that overlapped the drop read high: lower (not by an ACK
+            // held back by a loss, which reads near nothing; and not later, when the cap itself
+            // sets what is acknowledged).
+            if let Some(r) =
+                recent.filter(|&r| now.saturating_sub(self.episode_start) <= 3 * STEP && r < e && r >= e * 0.5)
+            {
+                self.episode_kbps = Some(r.max(self.bounds.min_kbps));
+            }
+            self.low_before = false;
+        } else if let (true, Some(recent), Some(recent_sends)) = (pressed && known, recent, recent_sends) {
+            // Only a link that carries well under the rate is a drop; a queue that a rise found
+            // is met by the usual cuts. (And under what was sent meanwhile: an encoder that sent
+            // little is no drop.) Read twice in a row: a keyframe sent as a burst, or ACKs that
+            // came a moment late, read low once.
+            let link = recent.min(carried).max(self.bounds.min_kbps);
+            // Not right after a resend: a lost packet holds the cumulative ACK back until its
+            // resend arrives, which reads as a link carrying nothing for a round trip (a false
+            // drop on a free 5 Mbit/s link in a rate trace). A real drop shows before its
+            // first loss.
+            let resent_lately = self.last_resend.is_some_and(|t| now.saturating_sub(t) <= round_trip + 2 * STEP);
+            let low = link < self.rate * DROP_SHARE && link < recent_sends * DROP_SHARE && !resent_lately;
+            let confirmed = low && self.low_before;
+            self.low_before = low;
+            if confirmed {
+                // A drop: cut at once, under what the link now carries.
+                self.episode_kbps = Some(link);
+                self.episode_start = now;
+                self.draining = true;
+                self.last_cut = Some(now);
+                self.pressure_at_cut = queue.max(backlog).max(flight_queue);
+                self.ceiling = Some(link);
+                let why = Why::Queueing { link_kbps: link, queue_ms: self.pressure_at_cut };
+                return self.decide((self.rate * 0.92).min(link * EPISODE_CUT), why);
+            }
+        }
+        self.draining = self.episode_kbps.is_some() && queue.max(flight_queue) > queue_limit;
+        let episode_bound = self.episode_kbps.map_or(f64::INFINITY, |e| e * EPISODE_CUT);
+        // (In a drop the link's rate is known: later cuts for the queue it left stay over half.)
+        let episode_floor = self.episode_kbps.map_or(0.0, |e| e * 0.5);
+
         // What a cut is to relieve; after a cut, a pressure that falls means the cut works (the
         // queue drains, the packets lost in the drop are being sent again): no further cut then.
         let pressure = queue.max(backlog);
@@ -200,20 +345,30 @@ impl RateLaw for Adaptive {
         // Overload: what is queued now arrives near its play time. The queue must drain at once,
         // so the cut goes to 80 % of the last round trip's rate (with packets lost in the drop,
         // that reads low: the rate then falls towards the floor, and climbs back from there).
-        if dropped || s.rtt_ms >= latency / 3.0 || backlog > latency / 2.0 {
+        // (In a drop, what waits at home is the cap's doing and leaves at the link's rate: it
+        // calls for no cut of its own.)
+        let home = if self.episode_kbps.is_some() { 0.0 } else { backlog };
+        if dropped || s.rtt_ms >= latency / 3.0 || home > latency / 2.0 {
             let due = since_cut.is_none_or(|t| t >= round_trip.max(Duration::from_millis(250)));
             if due && !relieved {
                 self.last_cut = Some(now);
                 self.pressure_at_cut = pressure;
                 self.ceiling = Some(carried);
                 // (At most halved by one cut: the next round trip's can go on.)
-                let rate =
-                    if known { (self.rate * 0.7).min(delivered * 0.8).max(self.rate * 0.5) } else { self.rate * 0.7 };
+                let rate = if known {
+                    (self.rate * 0.7)
+                        .min(delivered * 0.8)
+                        .max(self.rate * 0.5)
+                        .min(episode_bound)
+                        .max(episode_floor.min(self.rate))
+                } else {
+                    self.rate * 0.7
+                };
                 return self.decide(rate, Why::Overload { link_kbps: delivered, send_buffer_ms: s.send_buffer_ms });
             }
             return self.decide(self.rate, Why::Holding { link_kbps: carried });
         }
-        if queue > queue_limit || backlog > backlog_limit {
+        if queue > queue_limit || home > backlog_limit {
             // Already under what the link carries: the queue is draining (resends first); a
             // further cut would only overshoot.
             let draining = relieved || (known && self.rate <= carried * 0.9);
@@ -221,7 +376,8 @@ impl RateLaw for Adaptive {
                 self.last_cut = Some(now);
                 self.pressure_at_cut = pressure;
                 self.ceiling = Some(carried);
-                let rate = if known { (self.rate * 0.92).min(carried * 0.9) } else { self.rate * 0.92 };
+                let rate =
+                    if known { (self.rate * 0.92).min(carried * 0.9).min(episode_bound) } else { self.rate * 0.92 };
                 return self.decide(rate, Why::Queueing { link_kbps: carried, queue_ms: pressure });
             }
             return self.decide(self.rate, Why::Holding { link_kbps: carried });
@@ -384,9 +540,11 @@ mod tests {
         };
         let r = run(&mut link, 8000.0, 90.0, cap);
         assert_eq!(r.dropped, 0, "nothing given up");
-        // A 300 ms buffer at 2 Mbit/s fills in 100 ms at 8: packets are lost at the drop
-        // whatever the law does, and sent again (counted each time they are lost).
-        assert!(r.lost > 0, "the model loses at the drop");
+        // A 300 ms buffer at 2 Mbit/s fills in 100 ms at 8: a law that waits for the round trip
+        // to grow loses packets at the drop (they are sent again, counted each time they are
+        // lost: 8 Mbit/s for 100 ms more is 76 packets over); one that reads the packets in
+        // flight and the ACK rate cuts first.
+        assert!(r.lost < 76, "lost {} packets at the drop", r.lost);
         assert!(rate_at(&r, 11.0) < 2000.0, "under the new capacity 1 s after the drop: {}", rate_at(&r, 11.0));
         // It settles just under the capacity, not at the floor.
         let settled: Vec<f64> = r.rates.iter().filter(|&&(t, _)| (25.0..40.0).contains(&t)).map(|&(_, x)| x).collect();
@@ -416,6 +574,93 @@ mod tests {
         link.fill = 0.3;
         let r = run(&mut link, 8000.0, 30.0, |_| 20_000.0);
         assert!(r.rates.iter().all(|&(_, x)| x == 8000.0));
+    }
+
+    /// A sender's counters step by step: `sent` new packets and `acked` acknowledged in each
+    /// step, the packets in flight what is left, the round trip the base one plus what the
+    /// flight holds beyond it at `link_kbps`, shown `lag` steps late (libsrt smooths it).
+    struct Counters {
+        s: LinkSample,
+        rtts: VecDeque<f64>,
+    }
+
+    impl Counters {
+        fn new() -> Self {
+            let s = LinkSample { rtt_ms: 60.0, latency_ms: 500.0, ..LinkSample::default() };
+            Self { s, rtts: VecDeque::from(vec![60.0; 2]) }
+        }
+
+        fn step(&mut self, sent: i64, acked: i64, link_kbps: f64, base_flight: i64) -> LinkSample {
+            self.s.packets_sent += sent;
+            self.s.flight_packets = (self.s.flight_packets + sent - acked).max(0);
+            self.s.send_buffer_packets = self.s.flight_packets;
+            let queued = (self.s.flight_packets - base_flight).max(0) as f64 * PACKET_BYTES * 8.0 / link_kbps;
+            self.rtts.push_back(60.0 + queued);
+            self.s.rtt_ms = self.rtts.pop_front().unwrap_or(60.0);
+            self.s
+        }
+    }
+
+    #[test]
+    fn a_capacity_drop_is_read_from_the_acks_and_paced_under_at_once() {
+        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
+        let mut c = Counters::new();
+        c.s.flight_packets = 34;
+        // 5 s at 6 Mbit/s on a link with room (28 packets a step, all acknowledged).
+        for i in 0..100u32 {
+            let d = law.step(&c.step(28, 28, 20_000.0, 34), STEP * i);
+            assert_eq!(d.send_cap_kbps, None, "step {i}: no cap on a free link");
+        }
+        // The link drops to 2 Mbit/s (9.5 packets a step); the encoder still sends 6.
+        let mut reacted = None;
+        for i in 100..106u32 {
+            let d = law.step(&c.step(28, if i % 2 == 0 { 9 } else { 10 }, 2000.0, 34), STEP * i);
+            if reacted.is_none() && d.send_cap_kbps.is_some() {
+                reacted = Some((i - 100, d));
+            }
+        }
+        let (steps, d) = reacted.expect("a drop to a third was seen within 300 ms");
+        assert!(steps <= 3, "seen {steps} steps after the drop");
+        let cap = d.send_cap_kbps.unwrap();
+        assert!((1500.0..=2100.0).contains(&cap), "paced at {cap} kbit/s on a 2 Mbit/s link");
+        assert!(d.stream_kbps <= 2000.0 * 0.8, "cut to {} kbit/s", d.stream_kbps);
+        // The queue drains (all of it acknowledged, the flight back to a round trip's): the
+        // ceiling is lifted, pacing by the input again.
+        let mut lifted = false;
+        for i in 106..140u32 {
+            let flight = c.s.flight_packets;
+            let d = law.step(&c.step(9, if flight > 12 { 9 + (flight - 12).min(8) } else { 9 }, 2000.0, 12), STEP * i);
+            lifted |= d.send_cap_kbps.is_none();
+        }
+        assert!(lifted, "the ceiling stays only while the queue does");
+    }
+
+    #[test]
+    fn an_ack_held_back_by_a_lost_packet_is_no_capacity_drop() {
+        // A free link at 5 Mbit/s loses a packet: for two steps nothing is acknowledged (the
+        // hole waits for its resend), then everything at once.
+        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut c = Counters::new();
+        c.s.flight_packets = 28;
+        for i in 0..100u32 {
+            law.step(&c.step(24, 24, 20_000.0, 28), STEP * i);
+        }
+        for i in 100..110u32 {
+            let acked = match i {
+                100 => 12,
+                101 | 102 => 0,
+                103 => 60,
+                _ => 24,
+            };
+            if i == 101 {
+                c.s.packets_retransmitted += 1;
+                c.s.packets_sent += 1;
+            }
+            // (The round trip does not grow: it is measured by ACKs, which a hole does not delay.)
+            let d = law.step(&c.step(24, acked, f64::INFINITY, 28), STEP * i);
+            assert_eq!(d.send_cap_kbps, None, "step {i}: {:?}", d.why);
+            assert!(d.stream_kbps >= 5000.0 * 0.9, "step {i}: cut to {} ({:?})", d.stream_kbps, d.why);
+        }
     }
 
     #[test]

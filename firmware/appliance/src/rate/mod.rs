@@ -16,6 +16,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
+use telebridge_srt::output::Pacing;
 use telebridge_srt::SrtStats;
 
 pub use adaptive::Adaptive;
@@ -136,6 +137,9 @@ pub struct RateDecision {
     pub stream_kbps: f64,
     /// Why.
     pub why: Why,
+    /// While the link is congested: the most the connection may send, new packets and
+    /// retransmissions together, kbit/s (`None`: paced by what comes in).
+    pub send_cap_kbps: Option<f64>,
 }
 
 /// A rate law: one connection's state, stepped by its samples.
@@ -192,8 +196,10 @@ pub struct RateControl {
     status: RateStatus,
     /// Where each step's samples and decisions are written (JSON lines), when asked for.
     recorder: Option<std::io::BufWriter<std::fs::File>>,
-    /// The pacing last handed out, bytes/s.
-    paced: i64,
+    /// The pacing last handed out.
+    paced: Option<Pacing>,
+    /// The lowest send cap any connection's law asked for in the last step, kbit/s.
+    send_cap_kbps: Option<f64>,
 }
 
 impl RateControl {
@@ -216,7 +222,8 @@ impl RateControl {
             audio_kbps,
             video_kbps: max_video_kbps,
             status,
-            paced: 0,
+            paced: None,
+            send_cap_kbps: None,
             recorder: None,
         }
     }
@@ -242,11 +249,24 @@ impl RateControl {
 
     /// The pacing to hand to the SRT outputs when it moved by 10 % since the last time (once
     /// at the start).
-    pub fn pacing_change(&mut self) -> Option<i64> {
-        let pace = self.min_input_bytes_per_s();
-        let moved = self.paced == 0 || (pace - self.paced).abs() * 10 >= self.paced;
+    pub fn pacing_change(&mut self) -> Option<Pacing> {
+        let pace = match self.send_cap_kbps {
+            Some(cap) => Pacing::AtMost { bytes_per_s: (cap * 125.0) as i64 },
+            None => Pacing::ByInput { min_bytes_per_s: self.min_input_bytes_per_s() },
+        };
+        let value = |p: Pacing| match p {
+            Pacing::ByInput { min_bytes_per_s } => min_bytes_per_s,
+            Pacing::AtMost { bytes_per_s } => bytes_per_s,
+        };
+        let moved = match self.paced {
+            Some(old) => {
+                std::mem::discriminant(&old) != std::mem::discriminant(&pace)
+                    || (value(pace) - value(old)).abs() * 10 >= value(old)
+            }
+            None => true,
+        };
         moved.then(|| {
-            self.paced = pace;
+            self.paced = Some(pace);
             pace
         })
     }
@@ -272,18 +292,26 @@ impl RateControl {
             start_kbps: self.stream_of(f64::from(self.video_kbps)),
         };
         let mut lowest: Option<(RateDecision, &str)> = None;
+        let mut decisions: Vec<(&str, RateDecision)> = Vec::with_capacity(links.len());
         for (name, sample) in links {
             let law = self.laws.entry(name.clone()).or_insert_with(|| (self.factory)(bounds));
             let d = law.step(sample, now);
             if let Some(w) = self.recorder.as_mut() {
                 let line = serde_json::json!({
                     "t": now.as_secs_f64(), "link": name, "sample": sample,
-                    "stream_kbps": d.stream_kbps, "why": d.why,
+                    "stream_kbps": d.stream_kbps, "why": d.why, "send_cap_kbps": d.send_cap_kbps,
                 });
                 let _ = writeln!(w, "{line}");
             }
+            decisions.push((name, d));
             if lowest.is_none_or(|(l, _)| d.stream_kbps < l.stream_kbps) {
                 lowest = Some((d, name));
+            }
+        }
+        self.send_cap_kbps = None;
+        for (_, d) in decisions.iter() {
+            if let Some(c) = d.send_cap_kbps {
+                self.send_cap_kbps = Some(self.send_cap_kbps.map_or(c, |x: f64| x.min(c)));
             }
         }
         let (decision, link) = lowest?;
@@ -317,7 +345,7 @@ mod tests {
     struct Fixed(f64);
     impl RateLaw for Fixed {
         fn step(&mut self, _: &LinkSample, _: Duration) -> RateDecision {
-            RateDecision { stream_kbps: self.0, why: Why::Holding { link_kbps: self.0 } }
+            RateDecision { stream_kbps: self.0, why: Why::Holding { link_kbps: self.0 }, send_cap_kbps: None }
         }
     }
 
@@ -355,13 +383,37 @@ mod tests {
         let factory: LawFactory = Box::new(|_| Box::new(Fixed(1000.0)) as Box<dyn RateLaw>);
         let mut rc = RateControl::new(factory, 300, 4000, 128);
         // At the start: the stream's rate at the maximum (libsrt adds its 25 %).
-        assert_eq!(rc.pacing_change(), Some(((4000.0 + 128.0) * TS_OVERHEAD * 125.0) as i64));
+        let by_input = |kbps: f64| Some(Pacing::ByInput { min_bytes_per_s: (kbps * TS_OVERHEAD * 125.0) as i64 });
+        assert_eq!(rc.pacing_change(), by_input(4000.0 + 128.0));
         assert_eq!(rc.pacing_change(), None);
         // The law cut to 1000 kbit/s of stream (824 of video): the floor follows.
         let links = vec![("a".to_string(), LinkSample::default())];
         rc.step(&links, Duration::ZERO);
         assert_eq!(rc.status().video_kbps, 824);
-        assert_eq!(rc.pacing_change(), Some(((824.0 + 128.0) * TS_OVERHEAD * 125.0) as i64));
+        assert_eq!(rc.pacing_change(), by_input(824.0 + 128.0));
+
+        // A law that caps what its connection sends while the link is congested: the lowest
+        // cap of any connection holds, then pacing by the input again.
+        struct Capped(Option<f64>);
+        impl RateLaw for Capped {
+            fn step(&mut self, _: &LinkSample, _: Duration) -> RateDecision {
+                RateDecision { stream_kbps: 1000.0, why: Why::Holding { link_kbps: 1200.0 }, send_cap_kbps: self.0 }
+            }
+        }
+        let caps = std::sync::Arc::new(std::sync::Mutex::new(vec![Some(1200.0), Some(1500.0), None]));
+        let c = caps.clone();
+        let factory: LawFactory = Box::new(move |_| {
+            let cap = c.lock().unwrap().remove(0);
+            Box::new(Capped(cap)) as Box<dyn RateLaw>
+        });
+        let mut rc = RateControl::new(factory, 300, 4000, 128);
+        let links: Vec<(String, LinkSample)> =
+            ["a", "b", "c"].iter().map(|n| (n.to_string(), LinkSample::default())).collect();
+        rc.step(&links, Duration::ZERO);
+        assert_eq!(rc.pacing_change(), Some(Pacing::AtMost { bytes_per_s: 150_000 }));
+        assert_eq!(rc.pacing_change(), None);
+        rc.step(&links[2..], STEP);
+        assert_eq!(rc.pacing_change(), by_input(824.0 + 128.0), "the capped connections are gone");
     }
 
     #[test]

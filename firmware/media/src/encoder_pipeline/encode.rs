@@ -23,8 +23,7 @@ pub(super) fn build_encoder(s: &EncoderSettings) -> Result<gst::Element, MediaEr
             e.set_property("key-int-max", gop);
             e.set_property("bframes", 0u32);
             e.set_property("byte-stream", true);
-            // About one second of VBV keeps the rate even enough for a live link.
-            e.set_property("vbv-buf-capacity", 1000u32);
+            e.set_property("vbv-buf-capacity", s.rate_buffer_ms);
             e
         }
         EncoderKind::Openh264enc => {

@@ -21,6 +21,11 @@ pub struct EncoderSettings {
     pub fps: u32,
     /// Video bitrate, kbit/s.
     pub bitrate_kbps: u32,
+    /// How much the encoder's rate may run ahead of its bitrate, as time at it (x264's VBV
+    /// buffer): a second keeps a fixed rate even; an adaptive one must follow a cut within a
+    /// fraction of a second (with 1 s, x264 kept making the old rate for 0.4 s after a cut to
+    /// a quarter, which the link could not carry in time).
+    pub rate_buffer_ms: u32,
     /// Keyframe interval.
     pub keyframe_interval: Duration,
     /// x264 speed preset.
@@ -64,6 +69,10 @@ impl EncoderSettings {
             height: p.height,
             fps: p.fps,
             bitrate_kbps: p.bitrate_kbps,
+            rate_buffer_ms: match p.bitrate_mode {
+                telebridge_config::BitrateMode::Fixed => 1000,
+                telebridge_config::BitrateMode::Adaptive => 300,
+            },
             keyframe_interval: config.keyframe_interval,
             x264_preset: p.x264_preset.clone(),
             audio_source: config.audio_source.clone(),
@@ -115,6 +124,7 @@ mod tests {
             height: 720,
             fps,
             bitrate_kbps: 4000,
+            rate_buffer_ms: 1000,
             keyframe_interval: Duration::from_millis(ms),
             x264_preset: "superfast".into(),
             audio_source: AudioSource::Test,

@@ -7,7 +7,7 @@
 //! libsrt's statistics and publishes an [`OutputStatus`] on a `watch`; when the connection
 //! fails it retries with capped backoff without touching the encoder.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ pub enum OutputError {
 #[derive(Debug)]
 pub struct SrtOutput {
     name: String,
-    /// The URL sets `maxbw` or `inputbw`: [`SrtOutput::pace_by_input`] leaves it alone.
+    /// The URL sets `maxbw` or `inputbw`: [`SrtOutput::pace`] leaves it alone.
     fixed_bandwidth: bool,
     shared: Arc<Shared>,
     status: watch::Receiver<OutputStatus>,
@@ -60,13 +60,40 @@ struct Conn {
     addr: Option<String>,
 }
 
+/// How an output's connections are paced, when a rate control sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pacing {
+    /// By the input rate libsrt measures, [`PACING_OVERHEAD_PCT`] over it for retransmissions,
+    /// never under `min_bytes_per_s` ([`crate::Socket::pace_by_input`]).
+    ByInput {
+        /// The least input rate assumed, bytes/s.
+        min_bytes_per_s: i64,
+    },
+    /// At most `bytes_per_s`, retransmissions included ([`crate::Socket::pace_at_most`]): while
+    /// the link is congested, the input rate libsrt measures still holds the rate before a cut
+    /// for up to a second, and sending at it keeps the bottleneck's queue full.
+    AtMost {
+        /// The ceiling, bytes/s.
+        bytes_per_s: i64,
+    },
+}
+
+impl Pacing {
+    fn apply(self, socket: &Socket) -> Result<(), crate::socket::SrtError> {
+        match self {
+            Pacing::ByInput { min_bytes_per_s } => socket.pace_by_input(min_bytes_per_s, PACING_OVERHEAD_PCT),
+            Pacing::AtMost { bytes_per_s } => socket.pace_at_most(bytes_per_s),
+        }
+    }
+}
+
 /// What the encoder's thread and the output's own thread share: the connected sockets.
 #[derive(Debug, Default)]
 struct Shared {
     conns: RwLock<Vec<Arc<Conn>>>,
     dropped: AtomicU64,
-    /// How fast new connections may send, bytes/s (0: as the URL says).
-    min_input_rate: AtomicI64,
+    /// How new connections are paced (`None`: as the URL says).
+    pacing: std::sync::Mutex<Option<Pacing>>,
 }
 
 /// Room for retransmissions over the input rate when an output is paced by it (libsrt's
@@ -79,9 +106,9 @@ impl Shared {
     }
 
     fn add(&self, c: Arc<Conn>) {
-        let rate = self.min_input_rate.load(Ordering::Relaxed);
-        if rate > 0 {
-            if let Err(e) = c.socket.pace_by_input(rate, PACING_OVERHEAD_PCT) {
+        let pacing = *self.pacing.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = pacing {
+            if let Err(e) = p.apply(&c.socket) {
                 warn!(error = %e, "cannot pace the new connection for the stream's rate");
             }
         }
@@ -191,17 +218,16 @@ impl SrtOutput {
             .collect()
     }
 
-    /// Paces every connection, now and later, by its measured input rate, 25 % over it for
-    /// retransmissions ([`PACING_OVERHEAD_PCT`]), and never slower than `bytes_per_s`
-    /// ([`crate::Socket::pace_by_input`]); an adaptive bitrate keeps the floor at the rate it
-    /// chose. Not when the URL sets `maxbw` or `inputbw` itself: the user's ceiling stays.
-    pub fn pace_by_input(&self, bytes_per_s: i64) {
+    /// Paces every connection, now and later, as `pacing` says: an adaptive bitrate keeps the
+    /// floor at the rate it chose, or holds a congested link's connections under what it
+    /// carries. Not when the URL sets `maxbw` or `inputbw` itself: the user's ceiling stays.
+    pub fn pace(&self, pacing: Pacing) {
         if self.fixed_bandwidth {
             return;
         }
-        self.shared.min_input_rate.store(bytes_per_s, Ordering::Relaxed);
+        *self.shared.pacing.lock().unwrap_or_else(|p| p.into_inner()) = Some(pacing);
         for c in self.shared.conns().iter() {
-            if let Err(e) = c.socket.pace_by_input(bytes_per_s, PACING_OVERHEAD_PCT) {
+            if let Err(e) = pacing.apply(&c.socket) {
                 warn!(output = %self.name, error = %e, "cannot pace the connection for the new rate");
             }
         }
