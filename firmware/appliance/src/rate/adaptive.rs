@@ -54,17 +54,16 @@ const DELIVERED_MIN_WINDOW: Duration = Duration::from_millis(300);
 /// ... and at most this long (a capacity drop shows within a second).
 const DELIVERED_MAX_WINDOW: Duration = Duration::from_secs(1);
 
-/// In a capacity drop, once the queue on the way is gone, the connection's send cap as a share
-/// of what the link carried at the drop's start: the link's whole rate, for what waits at home
-/// (pacing by the input rate would send it at a quarter over the stream's, and it would go
-/// stale there: 72 packets given up in one rate trace) ...
-const EPISODE_CAP: f64 = 1.0;
-/// ... and the most a cut leaves of it (the queue built meanwhile must drain).
-const EPISODE_CUT: f64 = 0.75;
-/// The window of the link's rate right after a drop.
+/// The window of the link's rate that reads a capacity drop.
 const RECENT: Duration = Duration::from_millis(100);
-/// ... and while the queue it filled drains, what the connection may send of it.
+/// In a drop, the most a cut leaves of the link's rate (the queue built meanwhile must drain) ...
+const EPISODE_CUT: f64 = 0.75;
+/// ... what the connection may send of it while the queue it filled drains ...
 const EPISODE_DRAIN: f64 = 0.85;
+/// ... and after, until what waits at home has left: all of it (pacing by the input rate would
+/// send that at a quarter over the new stream rate, and it went stale there: 72 packets given
+/// up in one rate trace).
+const EPISODE_CAP: f64 = 1.0;
 /// An episode counts as a capacity drop when the link carried under this share of the rate.
 const DROP_SHARE: f64 = 0.8;
 /// Packets in flight beyond the round trip that are no queue: a frame sent as a burst, ms.
@@ -91,12 +90,8 @@ pub struct Adaptive {
     pressure_at_cut: f64,
     last_raise: Duration,
     ceiling: Option<f64>,
-    /// (time, packets acknowledged so far) at the last calm step (no queue, no backlog): where
-    /// a congestion episode's measure of the link starts.
-    calm_mark: Option<(Duration, i64)>,
-    /// In a capacity drop (from the first step with a queue or a backlog, when the link carried
-    /// well under the rate, until calm again): what the link carried since the last calm step,
-    /// measured at the drop's start, kbit/s.
+    /// In a capacity drop (from when it is read until the queue on the way and the backlog at
+    /// home are gone): the link's rate over the 100 ms when it was read, kbit/s.
     episode_kbps: Option<f64>,
     /// When the drop was seen.
     episode_start: Duration,
@@ -128,7 +123,6 @@ impl Adaptive {
             pressure_at_cut: 0.0,
             last_raise: Duration::ZERO,
             ceiling: None,
-            calm_mark: None,
             episode_kbps: None,
             episode_start: Duration::ZERO,
             draining: false,
@@ -160,9 +154,8 @@ impl Adaptive {
             Why::Rising { .. } if self.rate >= self.bounds.max_kbps => Why::AtMaximum,
             w => w,
         };
-        // In a congestion episode the connection sends at most a little under what the link
-        // carried at its start (and always 10 % over the stream, for its retransmissions).
-        // While the queue the drop filled is still there, well under it, so that it drains.
+        // In a drop the connection sends at most what the link carries, under it while the
+        // queue the drop filled drains (and always 10 % over the stream, for its resends).
         let draining = self.draining;
         let send_cap_kbps = self.episode_kbps.map(|e| {
             let share = if draining { EPISODE_DRAIN } else { EPISODE_CAP };
@@ -270,30 +263,21 @@ impl RateLaw for Adaptive {
         let since_cut = self.last_cut.map(|t| now.saturating_sub(t));
         let round_trip = Duration::from_secs_f64(s.rtt_ms.max(1.0) / 1000.0);
 
-        // A congestion episode starts at the first step with a queue or a backlog; what the
-        // link carried since the last calm step is measured then, before packets lost at the
-        // bottleneck hold the cumulative ACK back (after that, the ACKs come in bursts as each
-        // hole is filled and overstate what the link carries, by twice in the rate traces).
         // Packets in flight beyond the round trip and a frame's burst, as time at the rate: the
         // first sign of a queue (libsrt's round trip is smoothed and comes a step or two later).
         let kbit_per_packet = PACKET_BYTES * 8.0 / 1000.0;
         let flight_ms = s.flight_packets.max(0) as f64 * kbit_per_packet / self.rate.max(1.0) * 1000.0;
         let flight_queue = (flight_ms - s.rtt_ms - FLIGHT_SLACK_MS).max(0.0);
-        let calm_now = queue < queue_limit / 2.0 && backlog < backlog_limit / 2.0 && flight_queue < queue_limit / 2.0;
         let pressed = flight_queue > queue_limit
             || dropped
             || s.rtt_ms >= latency / 3.0
             || backlog > latency / 2.0
             || queue > queue_limit
             || backlog > backlog_limit;
-        if calm_now {
-            self.calm_mark = Some((now, self.acked_total));
-        }
         if !pressed {
             self.low_before = false;
         }
-        // The drop is over when the queue on the way is gone (what the cap held back at home may
-        // then leave at the input's pace).
+        // The drop is over when the queue on the way and what the cap held back at home are gone.
         if queue < queue_limit / 2.0 && flight_queue < queue_limit / 2.0 && backlog < backlog_limit / 2.0 {
             self.episode_kbps = None;
         } else if let Some(e) = self.episode_kbps {

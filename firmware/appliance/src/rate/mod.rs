@@ -292,7 +292,8 @@ impl RateControl {
             start_kbps: self.stream_of(f64::from(self.video_kbps)),
         };
         let mut lowest: Option<(RateDecision, &str)> = None;
-        let mut decisions: Vec<(&str, RateDecision)> = Vec::with_capacity(links.len());
+        // The lowest send cap any connection's law asks for.
+        let mut cap: Option<f64> = None;
         for (name, sample) in links {
             let law = self.laws.entry(name.clone()).or_insert_with(|| (self.factory)(bounds));
             let d = law.step(sample, now);
@@ -303,17 +304,14 @@ impl RateControl {
                 });
                 let _ = writeln!(w, "{line}");
             }
-            decisions.push((name, d));
+            if let Some(c) = d.send_cap_kbps {
+                cap = Some(cap.map_or(c, |x: f64| x.min(c)));
+            }
             if lowest.is_none_or(|(l, _)| d.stream_kbps < l.stream_kbps) {
                 lowest = Some((d, name));
             }
         }
-        self.send_cap_kbps = None;
-        for (_, d) in decisions.iter() {
-            if let Some(c) = d.send_cap_kbps {
-                self.send_cap_kbps = Some(self.send_cap_kbps.map_or(c, |x: f64| x.min(c)));
-            }
-        }
+        self.send_cap_kbps = cap;
         let (decision, link) = lowest?;
         let video = self.video_of(decision.stream_kbps);
         self.status.why = decision.why;
