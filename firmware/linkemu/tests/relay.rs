@@ -51,13 +51,26 @@ async fn ping(relay: SocketAddr, n: u32, len: usize, gap: Duration) -> Vec<f64> 
     receiver.await.unwrap()
 }
 
-fn mean_sd(x: &[f64]) -> (f64, f64) {
-    let m = x.iter().sum::<f64>() / x.len() as f64;
-    (m, (x.iter().map(|a| (a - m).powi(2)).sum::<f64>() / x.len() as f64).sqrt())
+/// The `q` quantile (0..=1) of `x`, nearest rank.
+fn quantile(x: &[f64], q: f64) -> f64 {
+    let mut v = x.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * q).round() as usize]
 }
+
+/// Median and a spread that a few late wake-ups of a busy host cannot move: the interquartile
+/// range over 1.349, which is the standard deviation for a normal distribution. The plain
+/// standard deviation is at the mercy of one 30 ms scheduling stall of the ping tool itself.
+fn median_spread(x: &[f64]) -> (f64, f64) {
+    (quantile(x, 0.5), (quantile(x, 0.75) - quantile(x, 0.25)) / 1.349)
+}
+
+/// The two tests share two cores: run one at a time so that neither measures the other.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delay_jitter_and_loss_through_real_sockets() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let target = echo_server().await;
     let p = LinkParams {
         one_way_delay: Duration::from_millis(20),
@@ -75,13 +88,18 @@ async fn delay_jitter_and_loss_through_real_sockets() {
     .await
     .unwrap();
     let rtts = ping(relay.listen, 3000, 200, Duration::from_millis(2)).await;
-    let (m, sd) = mean_sd(&rtts);
+    let (m, sd) = median_spread(&rtts);
     let loss = 1.0 - rtts.len() as f64 / 3000.0;
-    eprintln!("rtt mean {m:.2} ms sd {sd:.2} ms, loss {:.2} %, stats {:?}", loss * 100.0, relay.stats());
-    // 2 x 20 ms plus scheduling (tokio's 1 ms timer, more on a busy machine); jitter of the sum
-    // of two N(0, 3) is 4.2 ms.
-    assert!((40.0..46.0).contains(&m), "mean rtt {m}");
-    assert!((3.6..5.5).contains(&sd), "rtt sd {sd}");
+    eprintln!(
+        "rtt median {m:.2} ms spread {sd:.2} ms (p99 {:.2} ms), loss {:.2} %, stats {:?}",
+        quantile(&rtts, 0.99),
+        loss * 100.0,
+        relay.stats()
+    );
+    // 2 x 20 ms plus scheduling (tokio's 1 ms timer, more on a busy machine); the jitter of the
+    // sum of two N(0, 3) is 4.2 ms. Without jitter the spread would be under 1 ms.
+    assert!((40.0..45.0).contains(&m), "median rtt {m}");
+    assert!((3.6..5.5).contains(&sd), "rtt spread {sd}");
     // 1 - 0.98^2 = 3.96 %.
     assert!((0.028..0.052).contains(&loss), "loss {loss}");
     let s = relay.stats();
@@ -91,6 +109,7 @@ async fn delay_jitter_and_loss_through_real_sockets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limit_through_real_sockets() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let target = echo_server().await;
     // Offer 1000-byte packets every 1 ms (8 Mbit/s) into a 2 Mbit/s bottleneck, forward only.
     let p = LinkParams { rate_kbps: 2000.0, queue: Duration::from_millis(50), ..Default::default() };
@@ -114,5 +133,12 @@ async fn rate_limit_through_real_sockets() {
     );
     assert!((1700.0..2300.0).contains(&kbps), "{kbps} kbit/s through a 2000 kbit/s link");
     assert!(s.forward.dropped_queue > 1500, "{s:?}");
-    assert!(rtts.iter().all(|r| *r < 60.0 + 15.0), "queueing delay beyond the 50 ms buffer");
+    // The queue holds 50 ms, the rest of the path adds a few: 99 % of the packets within 75 ms
+    // (an unbounded queue would put them at hundreds), none beyond what a stall of the host
+    // could add to that.
+    let p99 = quantile(&rtts, 0.99);
+    let max = quantile(&rtts, 1.0);
+    eprintln!("rtt p99 {p99:.1} ms, max {max:.1} ms");
+    assert!(p99 < 75.0, "queueing delay beyond the 50 ms buffer: p99 {p99} ms");
+    assert!(max < 200.0, "queueing delay far beyond the 50 ms buffer: max {max} ms");
 }
