@@ -152,6 +152,71 @@ struct Decoding {
     timeline: telebridge_media::timeline::TimelineWatch,
 }
 
+/// Where old decode pipelines are stopped: on a thread of their own, one after another.
+/// Stopping a pipeline waits for its streaming threads, and neither the SRT input's thread
+/// (which starts the next decoder at once) nor the stats loop may wait on that; a teardown
+/// that never ends costs one pipeline's memory and a warning, not the box's picture.
+struct Retired<T: Send + 'static = DecodePipeline> {
+    tx: Option<std::sync::mpsc::Sender<T>>,
+    /// Since when the thread has been stopping the pipeline it holds, if it holds one.
+    busy_since: Arc<Mutex<Option<Instant>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<T: Send + 'static> Retired<T> {
+    fn start() -> Result<Self, AppError> {
+        let (tx, rx) = std::sync::mpsc::channel::<T>();
+        let busy_since = Arc::new(Mutex::new(None));
+        let busy = busy_since.clone();
+        let thread = std::thread::Builder::new()
+            .name("decoder-stop".into())
+            .spawn(move || {
+                for old in rx {
+                    *busy.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+                    drop(old);
+                    *busy.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                }
+            })
+            .map_err(|e| AppError::Runtime(format!("cannot start the decoder's stop thread: {e}")))?;
+        Ok(Self { tx: Some(tx), busy_since, thread: Some(thread) })
+    }
+
+    /// A handle that retires pipelines from any thread.
+    fn sender(&self) -> Option<std::sync::mpsc::Sender<T>> {
+        self.tx.clone()
+    }
+
+    /// How long the pipeline being stopped has taken so far.
+    fn stuck_for(&self) -> Option<Duration> {
+        self.busy_since.lock().unwrap_or_else(|p| p.into_inner()).map(|t| t.elapsed())
+    }
+
+    /// Stops what is left, waiting at most `limit` for the thread.
+    fn finish(mut self, limit: Duration) {
+        self.tx = None;
+        let deadline = Instant::now() + limit;
+        while self.thread.as_ref().is_some_and(|t| !t.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        match self.thread.take() {
+            Some(t) if t.is_finished() => {
+                let _ = t.join();
+            }
+            Some(_) => warn!(waited_ms = limit.as_millis() as u64, "an old decoder did not stop; leaving it"),
+            None => {}
+        }
+    }
+}
+
+/// Hands `pipeline` to the stop thread, or stops it here if that thread is gone.
+fn retire<T: Send + 'static>(to: &Option<std::sync::mpsc::Sender<T>>, pipeline: Option<T>) {
+    if let (Some(tx), Some(p)) = (to, pipeline) {
+        // A send fails only when the thread has ended; the pipeline then comes back and is
+        // dropped (stopped) here.
+        let _ = tx.send(p);
+    }
+}
+
 /// Runs the decoder until `duration` elapses or `shutdown` completes.
 pub async fn run_decoder(
     options: DecodeOptions,
@@ -223,14 +288,21 @@ pub async fn run_decoder(
             }
         })
     };
+    let retired = Retired::<DecodePipeline>::start()?;
+    // Which pipeline is the current one: an old pipeline's streaming threads may still hand
+    // over a frame or a mark while it is being stopped, and those must not reach the display or
+    // the lip-sync meter of the new stream.
+    let current = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let on_data: telebridge_srt::input::TsConsumer = {
-        let (decoding, counters, decoder, audio, preview, av) = (
+        let (decoding, counters, decoder, audio, preview, av, retire_to, current) = (
             decoding.clone(),
             counters.clone(),
             decoder.clone(),
             options.audio.clone(),
             options.preview.clone(),
             av.clone(),
+            retired.sender(),
+            current.clone(),
         );
         Arc::new(move |data: &[u8]| {
             let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
@@ -242,16 +314,35 @@ pub async fn run_decoder(
                 info!("the sender's stream started again; so does the decoder");
             }
             if d.pipeline.is_none() || stale || restarted {
-                d.pipeline = None;
+                let generation = current.fetch_add(1, Ordering::SeqCst) + 1;
+                retire(&retire_to, d.pipeline.take());
                 counters.new_connection();
                 av.lock().unwrap_or_else(|p| p.into_inner()).new_stream();
+                let (frame, timecode, mark) = (on_frame.clone(), on_timecode.clone(), on_mark.clone());
+                let live = {
+                    let current = current.clone();
+                    move || current.load(Ordering::SeqCst) == generation
+                };
+                let (l1, l2, l3) = (live.clone(), live.clone(), live);
                 let started = DecodePipeline::start(
                     &decoder,
                     &audio,
                     counters.clone(),
-                    on_frame.clone(),
-                    on_timecode.clone(),
-                    on_mark.clone(),
+                    Arc::new(move |s| {
+                        if l1() {
+                            frame(s)
+                        }
+                    }),
+                    Arc::new(move |tc, echo| {
+                        if l2() {
+                            timecode(tc, echo)
+                        }
+                    }),
+                    Arc::new(move |m| {
+                        if l3() {
+                            mark(m)
+                        }
+                    }),
                     preview.clone(),
                 );
                 match started {
@@ -285,6 +376,8 @@ pub async fn run_decoder(
     info!(input = %options.input, sink = options.sink.name(), "decoder running");
 
     tokio::pin!(shutdown);
+    let retire_to = retired.sender();
+    let mut warned_stuck = false;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut last_sample = Instant::now();
     let mut last_frames = 0u64;
@@ -314,8 +407,17 @@ pub async fn run_decoder(
             let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(err) = d.pipeline.as_ref().and_then(|p| p.error()) {
                 warn!(error = %err, "decoder failed; restarting it with the next data");
-                d.pipeline = None;
+                current.fetch_add(1, Ordering::SeqCst);
+                retire(&retire_to, d.pipeline.take());
             }
+        }
+        match retired.stuck_for() {
+            Some(t) if t > Duration::from_secs(5) && !warned_stuck => {
+                warn!(for_ms = t.as_millis() as u64, "an old decoder is not stopping; the new one runs beside it");
+                warned_stuck = true;
+            }
+            None => warned_stuck = false,
+            _ => {}
         }
         let st = input.status();
         let receiving = st.state == telebridge_srt::input::InputState::Receiving;
@@ -379,7 +481,9 @@ pub async fn run_decoder(
     if let Some(l) = looped {
         l.pipeline.stop(Duration::from_millis(500));
     }
-    decoding.lock().unwrap_or_else(|p| p.into_inner()).pipeline = None;
+    retire(&retire_to, decoding.lock().unwrap_or_else(|p| p.into_inner()).pipeline.take());
+    drop(retire_to);
+    retired.finish(Duration::from_secs(2));
     let frames = counters.frames_decoded.load(Ordering::Relaxed);
     let summary = DecodeSummary {
         duration_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
@@ -394,4 +498,64 @@ pub async fn run_decoder(
         d.stop();
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Something whose stopping blocks until `release` is dropped or sent to (a pipeline whose
+    /// streaming thread never lets go), and says when it was stopped.
+    struct Stuck {
+        release: std::sync::mpsc::Receiver<()>,
+        stopped: std::sync::mpsc::Sender<&'static str>,
+        name: &'static str,
+    }
+
+    impl Drop for Stuck {
+        fn drop(&mut self) {
+            let _ = self.release.recv();
+            let _ = self.stopped.send(self.name);
+        }
+    }
+
+    #[test]
+    fn a_teardown_that_hangs_blocks_neither_the_caller_nor_later_stops_forever() {
+        let retired = Retired::<Stuck>::start().expect("thread");
+        let to = retired.sender();
+        let (stopped_tx, stopped) = std::sync::mpsc::channel();
+        let (hold, release) = std::sync::mpsc::channel();
+        let (_, free) = std::sync::mpsc::channel::<()>();
+        // Handing over returns at once although the first one's stop does not end.
+        retire(&to, Some(Stuck { release, stopped: stopped_tx.clone(), name: "first" }));
+        retire(&to, Some(Stuck { release: free, stopped: stopped_tx, name: "second" }));
+        // (The stop thread is busy with the first.)
+        let mut waited = 0;
+        while retired.stuck_for().is_none() && waited < 500 {
+            std::thread::sleep(Duration::from_millis(2));
+            waited += 1;
+        }
+        assert!(retired.stuck_for().is_some(), "the stop thread says it is stopping one");
+        assert!(stopped.try_recv().is_err(), "nothing stopped yet");
+        // Once the first lets go, both are stopped, in order, and finish() joins.
+        hold.send(()).expect("release");
+        assert_eq!(stopped.recv_timeout(Duration::from_secs(5)), Ok("first"));
+        assert_eq!(stopped.recv_timeout(Duration::from_secs(5)), Ok("second"));
+        drop(to);
+        retired.finish(Duration::from_secs(5));
+    }
+
+    #[test]
+    fn finish_gives_up_on_a_teardown_that_never_ends() {
+        let retired = Retired::<Stuck>::start().expect("thread");
+        let to = retired.sender();
+        let (stopped, _never_read) = std::sync::mpsc::channel();
+        let (hold, release) = std::sync::mpsc::channel::<()>();
+        retire(&to, Some(Stuck { release, stopped, name: "stuck" }));
+        drop(to);
+        let t = Instant::now();
+        retired.finish(Duration::from_millis(100));
+        assert!(t.elapsed() < Duration::from_secs(2), "finish waited {:?}", t.elapsed());
+        drop(hold); // lets the thread end
+    }
 }
