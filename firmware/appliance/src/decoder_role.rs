@@ -157,32 +157,37 @@ struct Decoding {
 /// (which starts the next decoder at once) nor the stats loop may wait on that; a teardown
 /// that never ends costs one pipeline's memory and a warning, not the box's picture.
 struct Retired<T: Send + 'static = DecodePipeline> {
-    tx: Option<std::sync::mpsc::Sender<T>>,
+    /// `Some`: one to stop; `None`: the end (senders may outlive the decoder: a bridge's feed
+    /// keeps its consumer).
+    tx: std::sync::mpsc::Sender<Option<T>>,
     /// Since when the thread has been stopping the pipeline it holds, if it holds one.
     busy_since: Arc<Mutex<Option<Instant>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: std::thread::JoinHandle<()>,
 }
+
+/// Hands pipelines to the stop thread.
+type RetireTo<T> = std::sync::mpsc::Sender<Option<T>>;
 
 impl<T: Send + 'static> Retired<T> {
     fn start() -> Result<Self, AppError> {
-        let (tx, rx) = std::sync::mpsc::channel::<T>();
+        let (tx, rx) = std::sync::mpsc::channel::<Option<T>>();
         let busy_since = Arc::new(Mutex::new(None));
         let busy = busy_since.clone();
         let thread = std::thread::Builder::new()
             .name("decoder-stop".into())
             .spawn(move || {
-                for old in rx {
+                while let Ok(Some(old)) = rx.recv() {
                     *busy.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
                     drop(old);
                     *busy.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 }
             })
             .map_err(|e| AppError::Runtime(format!("cannot start the decoder's stop thread: {e}")))?;
-        Ok(Self { tx: Some(tx), busy_since, thread: Some(thread) })
+        Ok(Self { tx, busy_since, thread })
     }
 
     /// A handle that retires pipelines from any thread.
-    fn sender(&self) -> Option<std::sync::mpsc::Sender<T>> {
+    fn sender(&self) -> RetireTo<T> {
         self.tx.clone()
     }
 
@@ -191,29 +196,29 @@ impl<T: Send + 'static> Retired<T> {
         self.busy_since.lock().unwrap_or_else(|p| p.into_inner()).map(|t| t.elapsed())
     }
 
-    /// Stops what is left, waiting at most `limit` for the thread.
-    fn finish(mut self, limit: Duration) {
-        self.tx = None;
+    /// Stops what was handed over before, waiting at most `limit` for it. What is retired
+    /// after is stopped where it is retired.
+    fn finish(self, limit: Duration) {
+        let _ = self.tx.send(None);
         let deadline = Instant::now() + limit;
-        while self.thread.as_ref().is_some_and(|t| !t.is_finished()) && Instant::now() < deadline {
+        while !self.thread.is_finished() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        match self.thread.take() {
-            Some(t) if t.is_finished() => {
-                let _ = t.join();
-            }
-            Some(_) => warn!(waited_ms = limit.as_millis() as u64, "an old decoder did not stop; leaving it"),
-            None => {}
+        if self.thread.is_finished() {
+            let _ = self.thread.join();
+        } else {
+            warn!(waited_ms = limit.as_millis() as u64, "an old decoder did not stop; leaving it");
         }
     }
 }
 
-/// Hands `pipeline` to the stop thread, or stops it here if that thread is gone.
-fn retire<T: Send + 'static>(to: &Option<std::sync::mpsc::Sender<T>>, pipeline: Option<T>) {
-    if let (Some(tx), Some(p)) = (to, pipeline) {
-        // A send fails only when the thread has ended; the pipeline then comes back and is
-        // dropped (stopped) here.
-        let _ = tx.send(p);
+/// Hands `pipeline` to the stop thread, or stops it here if that thread has ended.
+fn retire<T: Send + 'static>(to: &RetireTo<T>, pipeline: Option<T>) {
+    if let Some(p) = pipeline {
+        // A send fails only when the thread has ended: the pipeline comes back in the error
+        // and is dropped (stopped) here. After the end marker it is dropped unread when the
+        // channel goes.
+        let _ = to.send(Some(p));
     }
 }
 
@@ -482,7 +487,6 @@ pub async fn run_decoder(
         l.pipeline.stop(Duration::from_millis(500));
     }
     retire(&retire_to, decoding.lock().unwrap_or_else(|p| p.into_inner()).pipeline.take());
-    drop(retire_to);
     retired.finish(Duration::from_secs(2));
     let frames = counters.frames_decoded.load(Ordering::Relaxed);
     let summary = DecodeSummary {
@@ -541,8 +545,12 @@ mod tests {
         hold.send(()).expect("release");
         assert_eq!(stopped.recv_timeout(Duration::from_secs(5)), Ok("first"));
         assert_eq!(stopped.recv_timeout(Duration::from_secs(5)), Ok("second"));
-        drop(to);
+        // A sender still held elsewhere (a bridge's feed keeps its consumer) does not keep
+        // finish() waiting.
+        let t = Instant::now();
         retired.finish(Duration::from_secs(5));
+        assert!(t.elapsed() < Duration::from_secs(1), "finish waited {:?}", t.elapsed());
+        drop(to);
     }
 
     #[test]
@@ -552,7 +560,6 @@ mod tests {
         let (stopped, _never_read) = std::sync::mpsc::channel();
         let (hold, release) = std::sync::mpsc::channel::<()>();
         retire(&to, Some(Stuck { release, stopped, name: "stuck" }));
-        drop(to);
         let t = Instant::now();
         retired.finish(Duration::from_millis(100));
         assert!(t.elapsed() < Duration::from_secs(2), "finish waited {:?}", t.elapsed());
