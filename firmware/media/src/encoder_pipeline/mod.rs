@@ -40,6 +40,8 @@ pub struct EncoderPipeline {
     pipeline: gst::Pipeline,
     encoder: gst::Element,
     kind: EncoderKind,
+    /// x264's rate buffer across cuts (x264enc only).
+    rate_buffer: Option<Arc<encode::RateBuffer>>,
     counters: Arc<EncoderCounters>,
     capture: Option<CapturePlan>,
     frame_input: Option<gst_app::AppSrc>,
@@ -89,6 +91,19 @@ impl EncoderPipeline {
             .build();
         let raw_filter = gst::ElementFactory::make("capsfilter").property("caps", &raw_caps).build()?;
         let encoder = build_encoder(settings)?;
+        let rate_buffer = (settings.encoder.kind == EncoderKind::X264enc).then(|| {
+            let rb = Arc::new(encode::RateBuffer::new(settings.rate_buffer_ms, settings.fps, settings.bitrate_kbps));
+            if let Some(pad) = encoder.static_pad("src") {
+                let (rb, e) = (rb.clone(), encoder.downgrade());
+                pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+                    if let Some(e) = e.upgrade() {
+                        rb.frame_done(&e);
+                    }
+                    gst::PadProbeReturn::Ok
+                });
+            }
+            rb
+        });
         let enc_caps =
             gst::ElementFactory::make("capsfilter").property("caps", encoder_output_caps(settings)).build()?;
         let parse = gst::ElementFactory::make("h264parse").property("config-interval", -1i32).build()?;
@@ -184,7 +199,7 @@ impl EncoderPipeline {
             source = %settings.video_source,
             "encoder pipeline built"
         );
-        Ok(Self { pipeline, encoder, kind: settings.encoder.kind, counters, capture, frame_input })
+        Ok(Self { pipeline, encoder, kind: settings.encoder.kind, rate_buffer, counters, capture, frame_input })
     }
 
     /// Starts capturing and encoding.
@@ -241,9 +256,13 @@ impl EncoderPipeline {
     pub fn bitrate_setter(&self) -> Arc<dyn Fn(u32) + Send + Sync> {
         let encoder = self.encoder.downgrade();
         let kind = self.kind;
+        let rate_buffer = self.rate_buffer.clone();
         Arc::new(move |kbps| {
             if let Some(e) = encoder.upgrade() {
-                encode::set_bitrate(&e, kind, kbps);
+                match &rate_buffer {
+                    Some(rb) => rb.set(&e, kbps),
+                    None => encode::set_bitrate(&e, kind, kbps),
+                }
             }
         })
     }
