@@ -8,6 +8,7 @@ pub mod config_store;
 pub mod daemon;
 pub mod decoder_role;
 pub mod decoder_stats;
+mod decoder_stop;
 pub mod encoder_role;
 mod error;
 pub mod logs;
