@@ -69,6 +69,23 @@ const DROP_SHARE: f64 = 0.8;
 /// Packets in flight beyond the round trip that are no queue: a frame sent as a burst, ms.
 const FLIGHT_SLACK_MS: f64 = 50.0;
 
+/// Resends over 100 ms that random loss does not explain: more than this (three packets in
+/// 100 ms) ...
+const HEAVY_RESENDS_KBPS: f64 = 3.0 * PACKET_BYTES * 8.0 / 1000.0 / 0.1;
+/// ... and more than this share of the first sends.
+const HEAVY_RESEND_SHARE: f64 = 0.05;
+
+/// How long a dip (a capacity drop, or an overload) is remembered ...
+const DIP_MEMORY: Duration = Duration::from_secs(30);
+/// ... cuts within this of the last one being the same dip ...
+const DIP_GAP: Duration = Duration::from_secs(3);
+/// ... and on a link that dipped twice within DIP_MEMORY (a cellular one: fades every few
+/// seconds), the rate rises no further than this many times the lowest rate a dip brought it
+/// to. The next fade comes before the law can see it: what was sent at more than the link
+/// then carries waits on the way and at home (the 4G traces: 20-50 frames lost at each fade
+/// taken at 3-4 Mbit/s from a link that fell to 0.5-1.2).
+const DIP_HEADROOM: f64 = 2.5;
+
 /// Our law's state for one connection.
 #[derive(Debug, Clone)]
 pub struct Adaptive {
@@ -102,8 +119,17 @@ pub struct Adaptive {
     sends_total: i64,
     /// The last step read the link well under the rate (a drop is read twice in a row).
     low_before: bool,
+    /// Packets acknowledged in the last step.
+    acked_before: i64,
     /// When a packet was last sent again.
     last_resend: Option<Duration>,
+    /// (time, packets sent again so far), for the last DELIVERED_MAX_WINDOW.
+    resends: VecDeque<(Duration, i64)>,
+    /// The dips of the last DIP_MEMORY: (when the last cut of it was, the lowest rate it
+    /// brought), oldest first.
+    dips: VecDeque<(Duration, f64)>,
+    /// The last rise was held back by the dips' bound.
+    dip_held: bool,
 }
 
 impl Adaptive {
@@ -129,8 +155,34 @@ impl Adaptive {
             sends: VecDeque::new(),
             sends_total: 0,
             low_before: false,
+            acked_before: 0,
             last_resend: None,
+            resends: VecDeque::new(),
+            dips: VecDeque::new(),
+            dip_held: false,
         }
+    }
+
+    /// Remembers the rate a deep cut (a capacity drop, an overload) brought.
+    fn note_dip(&mut self, now: Duration) {
+        match self.dips.back_mut() {
+            Some((t, r)) if now.saturating_sub(*t) <= DIP_GAP => {
+                *t = now;
+                *r = r.min(self.rate);
+            }
+            _ => self.dips.push_back((now, self.rate)),
+        }
+    }
+
+    /// How high rises may go on a link that dipped twice lately.
+    fn dip_bound(&mut self, now: Duration) -> f64 {
+        while self.dips.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DIP_MEMORY) {
+            self.dips.pop_front();
+        }
+        if self.dips.len() < 2 {
+            return f64::INFINITY;
+        }
+        self.dips.iter().map(|&(_, r)| r).fold(f64::INFINITY, f64::min) * DIP_HEADROOM
     }
 
     fn base_rtt(&self) -> f64 {
@@ -183,6 +235,11 @@ impl RateLaw for Adaptive {
         // a send cap keeps there.)
         let acked = first_sends - (s.flight_packets - p.flight_packets) - (s.packets_dropped - p.packets_dropped);
         self.acked_total += acked.max(0);
+        // No ACK at all in this step or the last, and nothing sent again: the ACKs stalled (the
+        // receiver or the way back held them: 400 ms without one on a free 5 Mbit/s link, then
+        // all at once, on this 2-core machine); a link that carries less still acknowledges
+        // what it carries.
+        let stalled = acked.min(std::mem::replace(&mut self.acked_before, acked)) <= 0;
         self.sends_total += first_sends.max(0);
         self.sends.push_back((now, self.sends_total));
         while self.sends.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
@@ -199,6 +256,16 @@ impl RateLaw for Adaptive {
         };
         let recent = over_recent(&self.acked, self.acked_total);
         let recent_sends = over_recent(&self.sends, self.sends_total);
+        self.resends.push_back((now, s.packets_retransmitted));
+        while self.resends.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
+            self.resends.pop_front();
+        }
+        // Resends over the last 100 ms, beyond what random loss makes (a packet now and then):
+        // the bottleneck is dropping at its tail, the link carries less than is sent. (libsrt
+        // then resends more than the link carried: 1.3-4.2 Mbit/s of resends into a 4G fade of
+        // 0.85 in a rate trace.)
+        let recent_resends = over_recent(&self.resends, s.packets_retransmitted).unwrap_or(0.0);
+        let heavy_resends = recent_resends > HEAVY_RESENDS_KBPS.max(recent_sends.unwrap_or(0.0) * HEAVY_RESEND_SHARE);
         self.acked.push_back((now, self.acked_total));
         while self.acked.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
             self.acked.pop_front();
@@ -266,10 +333,14 @@ impl RateLaw for Adaptive {
         // Packets in flight beyond the round trip and a frame's burst, as time at the rate: the
         // first sign of a queue (libsrt's round trip is smoothed and comes a step or two later).
         let kbit_per_packet = PACKET_BYTES * 8.0 / 1000.0;
-        let flight_ms = s.flight_packets.max(0) as f64 * kbit_per_packet / self.rate.max(1.0) * 1000.0;
+        // (At what is being sent, when under the rate: an encoder that makes less than its rate
+        // puts fewer packets in flight, and the same flight is then a longer queue.)
+        let sending = recent_sends.unwrap_or(self.rate).min(self.rate).max(1.0);
+        let flight_ms = s.flight_packets.max(0) as f64 * kbit_per_packet / sending * 1000.0;
         let flight_queue = (flight_ms - s.rtt_ms - FLIGHT_SLACK_MS).max(0.0);
         let pressed = flight_queue > queue_limit
             || dropped
+            || heavy_resends
             || s.rtt_ms >= latency / 3.0
             || backlog > latency / 2.0
             || queue > queue_limit
@@ -295,13 +366,20 @@ impl RateLaw for Adaptive {
             // is met by the usual cuts. (And under what was sent meanwhile: an encoder that sent
             // little is no drop.) Read twice in a row: a keyframe sent as a burst, or ACKs that
             // came a moment late, read low once.
-            let link = recent.min(carried).max(self.bounds.min_kbps);
+            // (ACKs that stalled behind the drop's losses say nothing of the link's rate: then
+            // what the last round trip carried.)
+            let link = if stalled { carried } else { recent.min(carried) }.max(self.bounds.min_kbps);
             // Not right after a resend: a lost packet holds the cumulative ACK back until its
             // resend arrives, which reads as a link carrying nothing for a round trip (a false
             // drop on a free 5 Mbit/s link in a rate trace). A real drop shows before its
             // first loss.
-            let resent_lately = self.last_resend.is_some_and(|t| now.saturating_sub(t) <= round_trip + 2 * STEP);
-            let low = link < self.rate * DROP_SHARE && link < recent_sends * DROP_SHARE && !resent_lately;
+            // (Many resends are no such loss: they are the drop's.)
+            let resent_lately =
+                !heavy_resends && self.last_resend.is_some_and(|t| now.saturating_sub(t) <= round_trip + 2 * STEP);
+            let low = link < self.rate * DROP_SHARE
+                && link < recent_sends * DROP_SHARE
+                && !resent_lately
+                && (!stalled || heavy_resends);
             let confirmed = low && self.low_before;
             self.low_before = low;
             if confirmed {
@@ -313,7 +391,9 @@ impl RateLaw for Adaptive {
                 self.pressure_at_cut = queue.max(backlog).max(flight_queue);
                 self.ceiling = Some(link);
                 let why = Why::Queueing { link_kbps: link, queue_ms: self.pressure_at_cut };
-                return self.decide((self.rate * 0.92).min(link * EPISODE_CUT), why);
+                let d = self.decide((self.rate * 0.92).min(link * EPISODE_CUT), why);
+                self.note_dip(now);
+                return d;
             }
         }
         self.draining = self.episode_kbps.is_some() && queue.max(flight_queue) > queue_limit;
@@ -338,31 +418,47 @@ impl RateLaw for Adaptive {
                 self.last_cut = Some(now);
                 self.pressure_at_cut = pressure;
                 self.ceiling = Some(carried);
-                // (At most halved by one cut: the next round trip's can go on.)
+                // (At most halved by one cut: the next round trip's can go on. In a drop, over
+                // half the link's rate read then, unless packets are being given up: the link
+                // fell further, as a 4G fade does within one, from 2.8 to 0.5 Mbit/s.)
+                let floor = if dropped { 0.0 } else { episode_floor.min(self.rate) };
                 let rate = if known {
-                    (self.rate * 0.7)
-                        .min(delivered * 0.8)
-                        .max(self.rate * 0.5)
-                        .min(episode_bound)
-                        .max(episode_floor.min(self.rate))
+                    (self.rate * 0.7).min(delivered * 0.8).max(self.rate * 0.5).min(episode_bound).max(floor)
                 } else {
                     self.rate * 0.7
                 };
-                return self.decide(rate, Why::Overload { link_kbps: delivered, send_buffer_ms: s.send_buffer_ms });
+                // The send cap of a drop follows the cut: resends and all at the old link's
+                // rate would keep the new one's queue full.
+                if dropped {
+                    let cut = rate.clamp(self.bounds.min_kbps, self.bounds.max_kbps);
+                    self.episode_kbps = self.episode_kbps.map(|e| e.min(cut / EPISODE_CUT));
+                }
+                let d = self.decide(rate, Why::Overload { link_kbps: delivered, send_buffer_ms: s.send_buffer_ms });
+                self.note_dip(now);
+                return d;
             }
             return self.decide(self.rate, Why::Holding { link_kbps: carried });
         }
         if queue > queue_limit || home > backlog_limit {
             // Already under what the link carries: the queue is draining (resends first); a
             // further cut would only overshoot.
-            let draining = relieved || (known && self.rate <= carried * 0.9);
+            // (And ACKs that stalled with nothing lost swell the backlog and shrink what the
+            // link seems to carry: unless the round trip shows a queue, that waits.)
+            let unseen = stalled && !heavy_resends && queue <= queue_limit;
+            let draining = relieved || (known && self.rate <= carried * 0.9) || unseen;
             if !draining && since_cut.is_none_or(|t| t >= round_trip + Duration::from_millis(100)) {
                 self.last_cut = Some(now);
                 self.pressure_at_cut = pressure;
                 self.ceiling = Some(carried);
                 let rate =
                     if known { (self.rate * 0.92).min(carried * 0.9).min(episode_bound) } else { self.rate * 0.92 };
-                return self.decide(rate, Why::Queueing { link_kbps: carried, queue_ms: pressure });
+                let d = self.decide(rate, Why::Queueing { link_kbps: carried, queue_ms: pressure });
+                // (A cut soon after a dip's is part of it; one at the dips' bound is a dip of
+                // its own, milder for that bound: the link still fades.)
+                if self.dip_held || self.dips.back().is_some_and(|&(t, _)| now.saturating_sub(t) <= DIP_GAP) {
+                    self.note_dip(now);
+                }
+                return d;
             }
             return self.decide(self.rate, Why::Holding { link_kbps: carried });
         }
@@ -376,7 +472,9 @@ impl RateLaw for Adaptive {
             let near = self.ceiling.is_some_and(|c| self.rate >= c * 0.9);
             let step = if near { (self.rate * 0.008).max(15.0) } else { (self.rate * 0.035).max(40.0) };
             let proven = self.proven.iter().map(|&(_, d)| d).fold(0.0, f64::max);
-            let bound = (proven * 1.25 + 300.0).max(self.rate);
+            let dip_bound = self.dip_bound(now);
+            self.dip_held = self.rate + step > dip_bound;
+            let bound = (proven * 1.25 + 300.0).min(dip_bound).max(self.rate);
             return self.decide((self.rate + step).min(bound), Why::Rising { link_kbps: delivered });
         }
         let why =
@@ -491,7 +589,8 @@ mod tests {
             let t = i as f64 * dt;
             let s = link.step(rate, capacity(t), dt);
             max_queue_ms = max_queue_ms.max(s.rtt_ms - link.base_rtt_ms);
-            rate = law.step(&s, STEP * i as u32).stream_kbps;
+            let d = law.step(&s, STEP * i as u32);
+            rate = d.stream_kbps;
             rates.push((t, rate));
         }
         Run { rates, dropped: link.dropped, lost: link.lost, max_queue_ms }
@@ -645,6 +744,81 @@ mod tests {
             assert_eq!(d.send_cap_kbps, None, "step {i}: {:?}", d.why);
             assert!(d.stream_kbps >= 5000.0 * 0.9, "step {i}: cut to {} ({:?})", d.stream_kbps, d.why);
         }
+    }
+
+    #[test]
+    fn acks_that_stall_without_a_loss_are_no_capacity_drop() {
+        // A free link at 5 Mbit/s; the ACKs stop for 250 ms with nothing lost (the receiver or
+        // the way back held them), then all come at once.
+        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut c = Counters::new();
+        c.s.flight_packets = 28;
+        for i in 0..100u32 {
+            law.step(&c.step(24, 24, 20_000.0, 28), STEP * i);
+        }
+        for i in 100..110u32 {
+            let acked = match i {
+                100..=104 => 0,
+                105 => 24 * 6,
+                _ => 24,
+            };
+            let d = law.step(&c.step(24, acked, f64::INFINITY, 28), STEP * i);
+            assert_eq!(d.send_cap_kbps, None, "step {i}: {:?}", d.why);
+            assert!(d.stream_kbps >= 5000.0 * 0.9, "step {i}: cut to {} ({:?})", d.stream_kbps, d.why);
+        }
+    }
+
+    #[test]
+    fn a_drop_with_many_resends_is_read_as_one_at_once() {
+        // As in the test above, the ACKs stop for a moment and packets are sent again; but many
+        // (the bottleneck drops at its tail, a 4G fade) and the packets in flight pile up: a
+        // drop, though a resend went out within the round trip.
+        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut c = Counters::new();
+        c.s.flight_packets = 28;
+        for i in 0..100u32 {
+            law.step(&c.step(24, 24, 20_000.0, 28), STEP * i);
+        }
+        let mut reacted = None;
+        for i in 100..106u32 {
+            c.s.packets_retransmitted += 6;
+            c.s.packets_sent += 6;
+            let d = law.step(&c.step(24, if i < 103 { 0 } else { 4 }, 800.0, 28), STEP * i);
+            if reacted.is_none() && d.send_cap_kbps.is_some() {
+                reacted = Some((i - 100, d));
+            }
+        }
+        // (Read as a drop, not only as an overload: the connection is paced under the link.)
+        let (steps, d) = reacted.expect("a drop read within 300 ms");
+        assert!(steps <= 3, "read {steps} steps after the drop");
+        assert!(d.stream_kbps < 5000.0 * 0.8, "cut to {}", d.stream_kbps);
+    }
+
+    #[test]
+    fn a_link_that_fades_again_and_again_is_not_climbed_far_over_its_fades_then_is_again() {
+        // 5 Mbit/s with fades to 0.8 for 1.5 s every 10 s until 60 s, then no more.
+        let mut link = Bottleneck::new(150.0, 300.0, 1000.0);
+        let cap = |t: f64| if t < 61.0 && t % 10.0 >= 8.5 { 800.0 } else { 5000.0 };
+        let r = run(&mut link, 4000.0, 150.0, cap);
+        let lowest = |a: f64, b: f64| {
+            r.rates.iter().filter(|&&(t, _)| (a..b).contains(&t)).map(|&(_, x)| x).fold(f64::MAX, f64::min)
+        };
+        for k in 1..6 {
+            let fade = f64::from(k) * 10.0 - 1.5;
+            assert!(
+                lowest(fade, fade + 1.5) < 1000.0,
+                "the fade at {fade} s is followed: {}",
+                lowest(fade, fade + 1.5)
+            );
+        }
+        // From the second fade on, never more than DIP_HEADROOM times the lowest of the last 30 s.
+        for &(t, x) in r.rates.iter().filter(|&&(t, _)| (20.0..60.0).contains(&t)) {
+            let low = lowest(t - 30.0, t);
+            assert!(x <= low * DIP_HEADROOM + 1.0, "at {t:.2} s: {x} over a low of {low}");
+        }
+        // Before the second fade, and 30 s after the last, the rises are those of a link with room.
+        assert!(rate_at(&r, 8.0) > 4500.0, "{}", rate_at(&r, 8.0));
+        assert!(rate_at(&r, 140.0) > 4000.0, "the fades forgotten: {}", rate_at(&r, 140.0));
     }
 
     #[test]
