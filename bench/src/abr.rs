@@ -221,6 +221,8 @@ async fn one(case: &Case, mode: Mode, out: &Path) -> anyhow::Result<Run> {
         on_sample: Some(Arc::new(move |x: &StatsSample| s.lock().unwrap_or_else(|p| p.into_inner()).push(x.clone()))),
         rate_law,
         rate_step,
+        // What the law saw and chose, step by step, for every run.
+        rate_trace: Some(out.join(format!("{tag}-rate.jsonl"))),
         ..RunOptions::default()
     };
     telebridge_appliance::run_encoder(config, options, std::future::pending::<()>())

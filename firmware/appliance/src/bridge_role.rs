@@ -271,6 +271,7 @@ pub async fn run_bridge(
         echo: Some(echo),
         rate_law: None,
         rate_step: None,
+        rate_trace: None,
     };
     // Either half ending (on request or failing) ends the other.
     let (stop_tx, stop_rx) = watch::channel(false);

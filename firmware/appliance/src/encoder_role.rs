@@ -56,6 +56,9 @@ pub struct RunOptions {
     pub rate_law: Option<crate::rate::LawFactory>,
     /// How often the rate law is asked (`None`: [`crate::rate::STEP`]).
     pub rate_step: Option<Duration>,
+    /// Where to record what the rate law saw and chose, step by step (JSON lines); `None`:
+    /// the file `TELEBRIDGE_RATE_TRACE` names, if any.
+    pub rate_trace: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -176,8 +179,9 @@ pub async fn run_encoder(
     };
     if let Some(rc) = rate.as_mut() {
         // TELEBRIDGE_RATE_TRACE=FILE records what the law saw and chose, step by step.
-        if let Some(path) = std::env::var_os("TELEBRIDGE_RATE_TRACE") {
-            if let Err(e) = rc.record_to(std::path::Path::new(&path)) {
+        let trace = options.rate_trace.clone().or_else(|| std::env::var_os("TELEBRIDGE_RATE_TRACE").map(Into::into));
+        if let Some(path) = trace {
+            if let Err(e) = rc.record_to(&path) {
                 warn!(error = %e, "cannot write the rate trace");
             }
         }

@@ -106,6 +106,7 @@ pub(super) fn start_media(
                 echo: None,
                 rate_law: None,
                 rate_step: None,
+                rate_trace: None,
             };
             let config = config.clone();
             tokio::spawn(async move {

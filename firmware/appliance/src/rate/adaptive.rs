@@ -14,7 +14,8 @@
 //!
 //! 0. **a capacity drop** (a queue, or packets in flight beyond the round trip, while the ACK
 //!    rate of the last 100 ms is under 80 % of the rate and of what was sent, twice in a row, not
-//!    right after a resend): that ACK rate is the new capacity (before the bottleneck's first
+//!    right after a resend unless resends are many, nor from ACKs that stalled with nothing
+//!    resent): that ACK rate is the new capacity (before the bottleneck's first
 //!    loss the ACKs come as it lets packets through); the rate goes at once to 75 % of it, and
 //!    the connection is paced at most at 85 % of it while the queue drains, then at all of it
 //!    until what waits at home has left ([`super::RateDecision::send_cap_kbps`]): libsrt's
@@ -22,7 +23,8 @@
 //! 1. **overload** (a packet given up, or the queue or the backlog past a third of the SRT
 //!    latency: the next packets will be too late): the rate goes to 80 % of what the link
 //!    delivered (and at least 30 % lower, at most halved), once per round trip; in a
-//!    connection's first second, when what was delivered says little, by 30 %;
+//!    connection's first second, when what was delivered says little, by 30 %; in a drop, to
+//!    at least half the drop's capacity unless packets are being given up;
 //! 2. **queueing** (the queue above what jitter explains: 20 ms, four times the round trip's
 //!    variation, a fifth of the base round trip; or a backlog): 90 % of what the link delivered
 //!    (at least 8 % lower), at most once per round trip plus 100 ms, and not while the rate is
@@ -31,7 +33,9 @@
 //! 3. **calm** (queue and backlog gone), a second after the last cut: up by 3.5 % (at least 40
 //!    kbit/s) every 250 ms, about 15 % a second; within 10 % under the remembered ceiling only by
 //!    0.8 % (3 % a second), and past it, calm, the ceiling is forgotten (the link got better);
-//!    never more than 25 % (plus 300 kbit/s) over what the link was seen to carry in the last 5 s;
+//!    never more than 25 % (plus 300 kbit/s) over what the link was seen to carry in the last 5 s,
+//!    and on a link that dipped twice in 30 s never more than 2.5 times the lowest rate a dip
+//!    brought ([`DIP_HEADROOM`]);
 //! 4. otherwise it holds.
 //!
 //! Unlike a rule that drops to the floor when the round trip passes a fixed share of the
@@ -684,6 +688,18 @@ mod tests {
         }
     }
 
+    /// A law after 5 s at 5 Mbit/s (24 packets a step, all acknowledged) on a link with room,
+    /// and its counters.
+    fn at_5_mbps_on_a_free_link() -> (Adaptive, Counters) {
+        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut c = Counters::new();
+        c.s.flight_packets = 28;
+        for i in 0..100u32 {
+            law.step(&c.step(24, 24, 20_000.0, 28), STEP * i);
+        }
+        (law, c)
+    }
+
     #[test]
     fn a_capacity_drop_is_read_from_the_acks_and_paced_under_at_once() {
         let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
@@ -722,12 +738,7 @@ mod tests {
     fn an_ack_held_back_by_a_lost_packet_is_no_capacity_drop() {
         // A free link at 5 Mbit/s loses a packet: for two steps nothing is acknowledged (the
         // hole waits for its resend), then everything at once.
-        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
-        let mut c = Counters::new();
-        c.s.flight_packets = 28;
-        for i in 0..100u32 {
-            law.step(&c.step(24, 24, 20_000.0, 28), STEP * i);
-        }
+        let (mut law, mut c) = at_5_mbps_on_a_free_link();
         for i in 100..110u32 {
             let acked = match i {
                 100 => 12,
@@ -750,12 +761,7 @@ mod tests {
     fn acks_that_stall_without_a_loss_are_no_capacity_drop() {
         // A free link at 5 Mbit/s; the ACKs stop for 250 ms with nothing lost (the receiver or
         // the way back held them), then all come at once.
-        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
-        let mut c = Counters::new();
-        c.s.flight_packets = 28;
-        for i in 0..100u32 {
-            law.step(&c.step(24, 24, 20_000.0, 28), STEP * i);
-        }
+        let (mut law, mut c) = at_5_mbps_on_a_free_link();
         for i in 100..110u32 {
             let acked = match i {
                 100..=104 => 0,
@@ -773,12 +779,7 @@ mod tests {
         // As in the test above, the ACKs stop for a moment and packets are sent again; but many
         // (the bottleneck drops at its tail, a 4G fade) and the packets in flight pile up: a
         // drop, though a resend went out within the round trip.
-        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
-        let mut c = Counters::new();
-        c.s.flight_packets = 28;
-        for i in 0..100u32 {
-            law.step(&c.step(24, 24, 20_000.0, 28), STEP * i);
-        }
+        let (mut law, mut c) = at_5_mbps_on_a_free_link();
         let mut reacted = None;
         for i in 100..106u32 {
             c.s.packets_retransmitted += 6;
