@@ -35,7 +35,7 @@
 //!    0.8 % (3 % a second), and past it, calm, the ceiling is forgotten (the link got better);
 //!    never more than 25 % (plus 300 kbit/s) over what the link was seen to carry in the last 5 s,
 //!    and on a link that dipped twice in 30 s never more than 2.5 times the lowest rate a dip
-//!    brought ([`DIP_HEADROOM`]);
+//!    brought ([`super::dips::DIP_HEADROOM`]);
 //! 4. otherwise it holds.
 //!
 //! Unlike a rule that drops to the floor when the round trip passes a fixed share of the
@@ -46,6 +46,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::dips::Dips;
 use super::{Bounds, LinkSample, RateDecision, RateLaw, Why, PACKET_BYTES, STEP};
 
 /// How long the lowest round trip is remembered.
@@ -78,17 +79,6 @@ const FLIGHT_SLACK_MS: f64 = 50.0;
 const HEAVY_RESENDS_KBPS: f64 = 3.0 * PACKET_BYTES * 8.0 / 1000.0 / 0.1;
 /// ... and more than this share of the first sends.
 const HEAVY_RESEND_SHARE: f64 = 0.05;
-
-/// How long a dip (a capacity drop, or an overload) is remembered ...
-const DIP_MEMORY: Duration = Duration::from_secs(30);
-/// ... cuts within this of the last one being the same dip ...
-const DIP_GAP: Duration = Duration::from_secs(3);
-/// ... and on a link that dipped twice within DIP_MEMORY (a cellular one: fades every few
-/// seconds), the rate rises no further than this many times the lowest rate a dip brought it
-/// to. The next fade comes before the law can see it: what was sent at more than the link
-/// then carries waits on the way and at home (the 4G traces: 20-50 frames lost at each fade
-/// taken at 3-4 Mbit/s from a link that fell to 0.5-1.2).
-const DIP_HEADROOM: f64 = 2.5;
 
 /// Our law's state for one connection.
 #[derive(Debug, Clone)]
@@ -129,11 +119,8 @@ pub struct Adaptive {
     last_resend: Option<Duration>,
     /// (time, packets sent again so far), for the last DELIVERED_MAX_WINDOW.
     resends: VecDeque<(Duration, i64)>,
-    /// The dips of the last DIP_MEMORY: (when the last cut of it was, the lowest rate it
-    /// brought), oldest first.
-    dips: VecDeque<(Duration, f64)>,
-    /// The last rise was held back by the dips' bound.
-    dip_held: bool,
+    /// The dips of the last 30 s, for the bound on rises.
+    dips: Dips,
 }
 
 impl Adaptive {
@@ -162,31 +149,8 @@ impl Adaptive {
             acked_before: 0,
             last_resend: None,
             resends: VecDeque::new(),
-            dips: VecDeque::new(),
-            dip_held: false,
+            dips: Dips::default(),
         }
-    }
-
-    /// Remembers the rate a deep cut (a capacity drop, an overload) brought.
-    fn note_dip(&mut self, now: Duration) {
-        match self.dips.back_mut() {
-            Some((t, r)) if now.saturating_sub(*t) <= DIP_GAP => {
-                *t = now;
-                *r = r.min(self.rate);
-            }
-            _ => self.dips.push_back((now, self.rate)),
-        }
-    }
-
-    /// How high rises may go on a link that dipped twice lately.
-    fn dip_bound(&mut self, now: Duration) -> f64 {
-        while self.dips.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DIP_MEMORY) {
-            self.dips.pop_front();
-        }
-        if self.dips.len() < 2 {
-            return f64::INFINITY;
-        }
-        self.dips.iter().map(|&(_, r)| r).fold(f64::INFINITY, f64::min) * DIP_HEADROOM
     }
 
     fn base_rtt(&self) -> f64 {
@@ -398,7 +362,7 @@ impl RateLaw for Adaptive {
                 self.ceiling = Some(link);
                 let why = Why::Queueing { link_kbps: link, queue_ms: self.pressure_at_cut };
                 let d = self.decide((self.rate * 0.92).min(link * EPISODE_CUT), why);
-                self.note_dip(now);
+                self.dips.deep_cut(now, self.rate);
                 return d;
             }
         }
@@ -440,7 +404,7 @@ impl RateLaw for Adaptive {
                     self.episode_kbps = self.episode_kbps.map(|e| e.min(cut / EPISODE_CUT));
                 }
                 let d = self.decide(rate, Why::Overload { link_kbps: delivered, send_buffer_ms: s.send_buffer_ms });
-                self.note_dip(now);
+                self.dips.deep_cut(now, self.rate);
                 return d;
             }
             return self.decide(self.rate, Why::Holding { link_kbps: carried });
@@ -459,11 +423,7 @@ impl RateLaw for Adaptive {
                 let rate =
                     if known { (self.rate * 0.92).min(carried * 0.9).min(episode_bound) } else { self.rate * 0.92 };
                 let d = self.decide(rate, Why::Queueing { link_kbps: carried, queue_ms: pressure });
-                // (A cut soon after a dip's is part of it; one at the dips' bound is a dip of
-                // its own, milder for that bound: the link still fades.)
-                if self.dip_held || self.dips.back().is_some_and(|&(t, _)| now.saturating_sub(t) <= DIP_GAP) {
-                    self.note_dip(now);
-                }
+                self.dips.cut(now, self.rate);
                 return d;
             }
             return self.decide(self.rate, Why::Holding { link_kbps: carried });
@@ -478,9 +438,7 @@ impl RateLaw for Adaptive {
             let near = self.ceiling.is_some_and(|c| self.rate >= c * 0.9);
             let step = if near { (self.rate * 0.008).max(15.0) } else { (self.rate * 0.035).max(40.0) };
             let proven = self.proven.iter().map(|&(_, d)| d).fold(0.0, f64::max);
-            let dip_bound = self.dip_bound(now);
-            self.dip_held = self.rate + step > dip_bound;
-            let bound = (proven * 1.25 + 300.0).min(dip_bound).max(self.rate);
+            let bound = (proven * 1.25 + 300.0).min(self.dips.bound(now, self.rate + step)).max(self.rate);
             return self.decide((self.rate + step).min(bound), Why::Rising { link_kbps: delivered });
         }
         let why =
@@ -492,6 +450,7 @@ impl RateLaw for Adaptive {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rate::dips::DIP_HEADROOM;
 
     /// A bottleneck as a fluid queue, for closed-loop tests: the encoder sends at the law's rate,
     /// the link serves `capacity` kbit/s behind a queue of `queue_limit_ms`, the round trip is

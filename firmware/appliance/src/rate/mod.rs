@@ -9,6 +9,7 @@
 //! The loop that samples libsrt and applies the result is in `encoder_role`.
 
 pub mod adaptive;
+mod dips;
 
 use std::collections::HashMap;
 use std::fmt;
