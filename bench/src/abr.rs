@@ -199,6 +199,28 @@ async fn one(case: &Case, mode: Mode, out: &Path) -> anyhow::Result<Run> {
         Impairment::new(params, Vec::new(), 12),
     )
     .await?;
+    // What the link did, every 100 ms from its start (the trace's clock): for reading the rate
+    // traces against what was offered, delivered and dropped at the bottleneck.
+    let link_log = {
+        let (forward, trace, path) = (relay.forward.clone(), case.trace.clone(), out.join(format!("{tag}-link.jsonl")));
+        let start = tokio::time::Instant::now();
+        tokio::spawn(async move {
+            use std::io::Write as _;
+            let Ok(mut file) = std::fs::File::create(&path) else { return };
+            let mut tick = tokio::time::interval(Duration::from_millis(100));
+            loop {
+                tick.tick().await;
+                let t = start.elapsed();
+                let line = serde_json::json!({
+                    "t": t.as_secs_f64(),
+                    "unix_s": telebridge_appliance::rate::unix_seconds(),
+                    "capacity_kbps": trace.rate_at(t),
+                    "forward": forward.snapshot(),
+                });
+                let _ = writeln!(file, "{line}");
+            }
+        })
+    };
 
     let mut config = telebridge_config::Config::default();
     config.video.source = "test".into();
@@ -230,9 +252,13 @@ async fn one(case: &Case, mode: Mode, out: &Path) -> anyhow::Result<Run> {
         .map_err(|e| anyhow::anyhow!("the encoder: {e}"))?;
     let status = tokio::task::spawn_blocking(move || decoder.wait()).await??;
     anyhow::ensure!(status.success(), "the decoder: {status}");
+    link_log.abort();
     drop(relay);
 
     let enc = samples.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    // The encoder's own stats, a line a second (libsrt's counters of the output among them).
+    let lines: String = enc.iter().filter_map(|e| serde_json::to_string(e).ok()).map(|l| l + "\n").collect();
+    std::fs::write(out.join(format!("{tag}-encoder.jsonl")), lines)?;
     let dec = crate::json_lines(&dec_out);
     let dec_rows: Vec<(f64, u64, u64)> = dec
         .iter()

@@ -16,8 +16,11 @@ pub struct SrtStats {
     pub packets_retransmitted: i64,
     /// Packets given up on: lost and not recovered in time. What a viewer sees.
     pub packets_dropped: i64,
-    /// Payload bytes sent.
+    /// Bytes sent, retransmissions included, with their headers (libsrt counts SRT's, UDP's and
+    /// IP's: what the link carries).
     pub bytes_sent: i64,
+    /// The same, of the packets sent again.
+    pub bytes_retransmitted: i64,
     /// Packets received (receiver).
     pub packets_received: i64,
     /// Packets lost on the way in (receiver).
@@ -61,6 +64,7 @@ impl SrtStats {
             packets_retransmitted: i64::from(p.pktRetransTotal),
             packets_dropped: i64::from(p.pktSndDropTotal),
             bytes_sent: p.byteSentTotal as i64,
+            bytes_retransmitted: p.byteRetransTotal as i64,
             packets_received: p.pktRecvTotal,
             packets_received_lost: i64::from(p.pktRcvLossTotal),
             packets_received_dropped: i64::from(p.pktRcvDropTotal),
@@ -88,6 +92,7 @@ impl SrtStats {
             t.packets_retransmitted += s.packets_retransmitted;
             t.packets_dropped += s.packets_dropped;
             t.bytes_sent += s.bytes_sent;
+            t.bytes_retransmitted += s.bytes_retransmitted;
             t.packets_received += s.packets_received;
             t.packets_received_lost += s.packets_received_lost;
             t.bytes_received += s.bytes_received;
@@ -116,6 +121,7 @@ impl SrtStats {
         self.packets_retransmitted += other.packets_retransmitted;
         self.packets_dropped += other.packets_dropped;
         self.bytes_sent += other.bytes_sent;
+        self.bytes_retransmitted += other.bytes_retransmitted;
         self.packets_received += other.packets_received;
         self.packets_received_lost += other.packets_received_lost;
         self.bytes_received += other.bytes_received;

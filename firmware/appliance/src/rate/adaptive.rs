@@ -74,9 +74,8 @@ const DROP_SHARE: f64 = 0.8;
 /// Packets in flight beyond the round trip that are no queue: a frame sent as a burst, ms.
 const FLIGHT_SLACK_MS: f64 = 50.0;
 
-/// Resends over 100 ms that random loss does not explain: more than this (three packets in
-/// 100 ms) ...
-const HEAVY_RESENDS_KBPS: f64 = 3.0 * PACKET_BYTES * 8.0 / 1000.0 / 0.1;
+/// Resends over 100 ms that random loss does not explain: more than this many packets ...
+const HEAVY_RESENDS: f64 = 3.0;
 /// ... and more than this share of the first sends.
 const HEAVY_RESEND_SHARE: f64 = 0.05;
 
@@ -115,13 +114,28 @@ pub struct Adaptive {
     low_before: bool,
     /// Packets acknowledged in the last step.
     acked_before: i64,
-    /// When a packet was last sent again.
-    last_resend: Option<Duration>,
     /// (time, packets sent again so far), for the last DELIVERED_MAX_WINDOW.
     resends: VecDeque<(Duration, i64)>,
     /// The dips of the last 30 s, for the bound on rises.
     dips: Dips,
+    /// What a packet sent for the first time carries lately, kbit, headers included (libsrt's
+    /// bytes over its packets: a frame's last packet is short, and at the floor most packets are
+    /// a frame's last; counted at 1316 bytes each, 0.66 Mbit/s read as 1.1).
+    packet_kbit: f64,
+    /// (time, packets the encoder has put in so far: sent, and waiting for their first send),
+    /// for the last DELIVERED_MAX_WINDOW.
+    made: VecDeque<(Duration, i64)>,
+    /// In a drop, what the encoder has made since it followed the cut, kbit/s.
+    made_kbps: Option<f64>,
 }
+
+/// How long the encoder takes to follow a cut (the frames in the making), before what it makes
+/// sets the least a drop's send cap leaves it.
+const ENCODER_FOLLOWS: Duration = Duration::from_millis(300);
+/// Packets over which the size of a packet is averaged.
+const PACKET_MEMORY: f64 = 30.0;
+/// The headers libsrt counts in a packet's bytes (SRT's 16, UDP's 8, IPv4's 20), kbit.
+const HEADER_KBIT: f64 = 44.0 * 8.0 / 1000.0;
 
 impl Adaptive {
     /// A law starting at `bounds.start_kbps`.
@@ -147,9 +161,11 @@ impl Adaptive {
             sends_total: 0,
             low_before: false,
             acked_before: 0,
-            last_resend: None,
             resends: VecDeque::new(),
             dips: Dips::default(),
+            packet_kbit: PACKET_BYTES * 8.0 / 1000.0,
+            made: VecDeque::new(),
+            made_kbps: None,
         }
     }
 
@@ -175,13 +191,22 @@ impl Adaptive {
             w => w,
         };
         // In a drop the connection sends at most what the link carries, under it while the
-        // queue the drop filled drains (and always 10 % over the stream, for its resends; not
-        // 25 %, libsrt's own overhead: over a cut to 75 % of the link that is 94 % of it, and
-        // the queue of a drop on the steps trace did not drain).
+        // queue the drop filled drains; and always 10 % over the stream as sent, headers and
+        // all (libsrt's cap counts them: 5-8 % at the floor, where packets are short), for its
+        // resends. libsrt 1.5 sends no resend while a packet waits for its first send: a cap at
+        // the stream's own rate kept the packets lost in a 4G fade from ever being sent again
+        // (none in 1.2 s of a rate trace, 39 given up). Not 25 %: over a cut to 75 % of the
+        // link that is 94 % of it, and the queue of a drop on the steps trace did not drain.
         let draining = self.draining;
+        let headers = self.packet_kbit / (self.packet_kbit - HEADER_KBIT).max(HEADER_KBIT);
+        // (And over what the encoder makes, when it makes more than its rate says, as it does
+        // at the floor: 0.9 Mbit/s at a stream rate of 0.66 in a rate trace, whose backlog at
+        // home then grew for a second, and no resend went out.)
+        let made = self.made_kbps.unwrap_or(0.0);
         let send_cap_kbps = self.episode_kbps.map(|e| {
             let share = if draining { EPISODE_DRAIN } else { EPISODE_CAP };
-            (e * share).max(self.rate * 1.1)
+            // (Not over the link for it: past that, holding back changes nothing.)
+            (e * share).max(self.rate * headers * 1.1).max((made * 1.1).min(e))
         });
         RateDecision { stream_kbps: self.rate, why, send_cap_kbps }
     }
@@ -204,6 +229,14 @@ impl RateLaw for Adaptive {
         // ACK's advance. Not the send buffer's growth: it also holds packets not sent yet, which
         // a send cap keeps there.)
         let acked = first_sends - (s.flight_packets - p.flight_packets) - (s.packets_dropped - p.packets_dropped);
+        // Packets count in kbit by what they carried lately (no bytes in older traces: 1316).
+        let first_bytes = (s.bytes_sent - s.bytes_retransmitted) - (p.bytes_sent - p.bytes_retransmitted);
+        if first_sends > 0 && first_bytes > 0 {
+            let n = first_sends as f64;
+            let kbit = first_bytes as f64 * 8.0 / 1000.0 / n;
+            self.packet_kbit += (kbit - self.packet_kbit) * n / (n + PACKET_MEMORY);
+        }
+        let kbit_per_packet = self.packet_kbit;
         self.acked_total += acked.max(0);
         // No ACK at all in this step or the last, and nothing sent again: the ACKs stalled (the
         // receiver or the way back held them: 400 ms without one on a free 5 Mbit/s link, then
@@ -215,6 +248,19 @@ impl RateLaw for Adaptive {
         while self.sends.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
             self.sends.pop_front();
         }
+        self.made.push_back((now, self.sends_total + (s.send_buffer_packets - s.flight_packets).max(0)));
+        while self.made.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
+            self.made.pop_front();
+        }
+        // In a drop, what the encoder makes once it followed the cut (its frames in the making
+        // still come at the old rate for a moment): the cap must not hold that back.
+        let followed = self.episode_start + ENCODER_FOLLOWS;
+        self.made_kbps = self.episode_kbps.and_then(|_| {
+            let &(t1, m1) = self.made.back()?;
+            let &(t0, m0) = self.made.iter().find(|&&(t, _)| t >= followed)?;
+            let span = t1.saturating_sub(t0).as_secs_f64();
+            (span >= 0.2).then(|| (m1 - m0).max(0) as f64 * self.packet_kbit / span)
+        });
         // The link's rate over the last 100 ms: before any loss at the bottleneck, the ACKs come
         // as the bottleneck lets packets through, so right after a capacity drop this is the new
         // capacity within a few percent (the rate traces: 1.9-2.5 Mbit/s on a 2 Mbit/s link),
@@ -222,7 +268,7 @@ impl RateLaw for Adaptive {
         // for the first time over the same 100 ms.
         let over_recent = |q: &VecDeque<(Duration, i64)>, total: i64| {
             let (t0, a0) = q.iter().rev().find(|&&(t, _)| now.saturating_sub(t) >= RECENT).copied()?;
-            Some((total - a0) as f64 * PACKET_BYTES * 8.0 / 1000.0 / now.saturating_sub(t0).as_secs_f64().max(dt))
+            Some((total - a0) as f64 * kbit_per_packet / now.saturating_sub(t0).as_secs_f64().max(dt))
         };
         let recent = over_recent(&self.acked, self.acked_total);
         let recent_sends = over_recent(&self.sends, self.sends_total);
@@ -235,7 +281,9 @@ impl RateLaw for Adaptive {
         // then resends more than the link carried: 1.3-4.2 Mbit/s of resends into a 4G fade of
         // 0.85 in a rate trace.)
         let recent_resends = over_recent(&self.resends, s.packets_retransmitted).unwrap_or(0.0);
-        let heavy_resends = recent_resends > HEAVY_RESENDS_KBPS.max(recent_sends.unwrap_or(0.0) * HEAVY_RESEND_SHARE);
+        let heavy_resends = recent_resends
+            > (HEAVY_RESENDS * kbit_per_packet / RECENT.as_secs_f64())
+                .max(recent_sends.unwrap_or(0.0) * HEAVY_RESEND_SHARE);
         self.acked.push_back((now, self.acked_total));
         while self.acked.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
             self.acked.pop_front();
@@ -251,7 +299,7 @@ impl RateLaw for Adaptive {
             .unwrap_or((then, self.acked_total - acked.max(0)));
         let acked_total = self.acked_total;
         let rate_since = |t0: Duration, a0: i64| {
-            (acked_total - a0) as f64 * PACKET_BYTES * 8.0 / 1000.0 / now.saturating_sub(t0).as_secs_f64().max(dt)
+            (acked_total - a0) as f64 * kbit_per_packet / now.saturating_sub(t0).as_secs_f64().max(dt)
         };
         let delivered = rate_since(t0, a0);
         // What a cut aims under: the last round trip's rate, but within half and all of the last
@@ -282,12 +330,9 @@ impl RateLaw for Adaptive {
         // the backlog.
         // (At the rate sent when that is higher: the link's is not known yet at the start, and
         // a backlog that matters shows at either.)
-        let drain_ms = s.send_buffer_packets.max(0) as f64 * PACKET_BYTES * 8.0 / second.max(self.rate).max(1.0);
+        let drain_ms = s.send_buffer_packets.max(0) as f64 * kbit_per_packet * 1000.0 / second.max(self.rate).max(1.0);
         let backlog = (drain_ms - s.rtt_ms - 50.0).max(0.0);
         let dropped = s.packets_dropped > p.packets_dropped;
-        if s.packets_retransmitted > p.packets_retransmitted {
-            self.last_resend = Some(now);
-        }
         // Jitter explains some queue; a queue that grows is no jitter, so the variation is
         // learnt only while nothing queues (and never hides more than a sixth of the latency).
         let queue_limit = 20f64.max((4.0 * self.rtt_var).min(latency / 6.0)).max(0.2 * base);
@@ -302,7 +347,6 @@ impl RateLaw for Adaptive {
 
         // Packets in flight beyond the round trip and a frame's burst, as time at the rate: the
         // first sign of a queue (libsrt's round trip is smoothed and comes a step or two later).
-        let kbit_per_packet = PACKET_BYTES * 8.0 / 1000.0;
         // (At what is being sent, when under the rate: an encoder that makes less than its rate
         // puts fewer packets in flight, and the same flight is then a longer queue.)
         let sending = recent_sends.unwrap_or(self.rate).min(self.rate).max(1.0);
@@ -323,11 +367,12 @@ impl RateLaw for Adaptive {
             self.episode_kbps = None;
         } else if let Some(e) = self.episode_kbps {
             // In the first steps, one that overlapped the drop read high: lower (not by an ACK
-            // held back by a loss, which reads near nothing; and not later, when the cap itself
+            // held back by a loss, which reads near nothing, nor by ACKs that stalled in these
+            // 100 ms: the drop's own tail drops hold them back, and in a rate trace that read a
+            // 1.8 Mbit/s link as 0.88 and paced it at 0.76; and not later, when the cap itself
             // sets what is acknowledged).
-            if let Some(r) =
-                recent.filter(|&r| now.saturating_sub(self.episode_start) <= 3 * STEP && r < e && r >= e * 0.5)
-            {
+            let early = now.saturating_sub(self.episode_start) <= 3 * STEP;
+            if let Some(r) = recent.filter(|&r| early && !stalled && r < e && r >= e * 0.5) {
                 self.episode_kbps = Some(r.max(self.bounds.min_kbps));
             }
             self.low_before = false;
@@ -339,17 +384,13 @@ impl RateLaw for Adaptive {
             // (ACKs that stalled behind the drop's losses say nothing of the link's rate: then
             // what the last round trip carried.)
             let link = if stalled { carried } else { recent.min(carried) }.max(self.bounds.min_kbps);
-            // Not right after a resend: a lost packet holds the cumulative ACK back until its
-            // resend arrives, which reads as a link carrying nothing for a round trip (a false
-            // drop on a free 5 Mbit/s link in a rate trace). A real drop shows before its
-            // first loss.
-            // (Many resends are no such loss: they are the drop's.)
-            let resent_lately =
-                !heavy_resends && self.last_resend.is_some_and(|t| now.saturating_sub(t) <= round_trip + 2 * STEP);
-            let low = link < self.rate * DROP_SHARE
-                && link < recent_sends * DROP_SHARE
-                && !resent_lately
-                && (!stalled || heavy_resends);
+            // Not from ACKs that stalled: a lost packet holds the cumulative ACK back until its
+            // resend arrives, a link carrying nothing for a round trip (a false drop on a free
+            // 5 Mbit/s link in a rate trace), unless resends are many (then they are the drop's).
+            // A resend alone is no reason to wait: on a 4G link's random loss one goes out every
+            // few hundred ms, and waiting a round trip after each held a fade to a sixth of the
+            // rate unread for 700 ms in a rate trace, while its queue overflowed.
+            let low = link < self.rate * DROP_SHARE && link < recent_sends * DROP_SHARE && (!stalled || heavy_resends);
             let confirmed = low && self.low_before;
             self.low_before = low;
             if confirmed {
@@ -524,6 +565,8 @@ mod tests {
                 flight_packets: in_buffer,
                 packets_sent: self.sent,
                 packets_retransmitted: self.retransmitted,
+                bytes_sent: self.sent * PACKET_BYTES as i64,
+                bytes_retransmitted: self.retransmitted * PACKET_BYTES as i64,
                 packets_dropped: self.dropped,
                 bandwidth_mbps: capacity_kbps / 1000.0,
                 send_rate_mbps: rate_kbps / 1000.0,
@@ -630,19 +673,25 @@ mod tests {
     struct Counters {
         s: LinkSample,
         rtts: VecDeque<f64>,
+        /// Bytes a packet carries (headers included).
+        packet_bytes: i64,
+        /// Packets waiting for their first send.
+        unsent: i64,
     }
 
     impl Counters {
         fn new() -> Self {
             let s = LinkSample { rtt_ms: 60.0, latency_ms: 500.0, ..LinkSample::default() };
-            Self { s, rtts: VecDeque::from(vec![60.0; 2]) }
+            Self { s, rtts: VecDeque::from(vec![60.0; 2]), packet_bytes: PACKET_BYTES as i64, unsent: 0 }
         }
 
         fn step(&mut self, sent: i64, acked: i64, link_kbps: f64, base_flight: i64) -> LinkSample {
             self.s.packets_sent += sent;
+            self.s.bytes_sent += sent * self.packet_bytes;
             self.s.flight_packets = (self.s.flight_packets + sent - acked).max(0);
-            self.s.send_buffer_packets = self.s.flight_packets;
-            let queued = (self.s.flight_packets - base_flight).max(0) as f64 * PACKET_BYTES * 8.0 / link_kbps;
+            self.s.send_buffer_packets = self.s.flight_packets + self.unsent;
+            let queued =
+                (self.s.flight_packets - base_flight).max(0) as f64 * self.packet_bytes as f64 * 8.0 / link_kbps;
             self.rtts.push_back(60.0 + queued);
             self.s.rtt_ms = self.rtts.pop_front().unwrap_or(60.0);
             self.s
@@ -693,6 +742,58 @@ mod tests {
             lifted |= d.send_cap_kbps.is_none();
         }
         assert!(lifted, "the ceiling stays only while the queue does");
+    }
+
+    #[test]
+    fn a_drop_is_read_in_the_bytes_sent_not_in_full_packets() {
+        // 2 Mbit/s in short packets of 650 bytes (at a low rate most are a frame's last), 19 a
+        // step: counted at 1316 bytes each, a link that carries half of them would read as 2.
+        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 2000.0, start_kbps: 2000.0 });
+        let mut c = Counters::new();
+        c.packet_bytes = 650;
+        c.s.flight_packets = 28;
+        for i in 0..100u32 {
+            law.step(&c.step(19, 19, 20_000.0, 28), STEP * i);
+        }
+        // The link falls to 1 Mbit/s: 9.6 of those packets a step.
+        let mut reacted = None;
+        for i in 100..106u32 {
+            let d = law.step(&c.step(19, if i % 2 == 0 { 9 } else { 10 }, 1000.0, 28), STEP * i);
+            if reacted.is_none() && d.send_cap_kbps.is_some() {
+                reacted = Some((i - 100, d));
+            }
+        }
+        let (steps, d) = reacted.expect("a drop to half was seen within 300 ms");
+        assert!(steps <= 3, "seen {steps} steps after the drop");
+        let cap = d.send_cap_kbps.unwrap();
+        assert!(cap <= 1100.0, "paced at {cap} kbit/s on a 1 Mbit/s link");
+        assert!(d.stream_kbps <= 800.0, "cut to {} kbit/s", d.stream_kbps);
+    }
+
+    #[test]
+    fn in_a_drop_the_cap_leaves_room_over_what_the_encoder_makes() {
+        // A drop from 5 to 2 Mbit/s; after the cut the encoder makes 1.5 Mbit/s (7 packets a
+        // step), more than the rate it was asked for: libsrt resends nothing while a packet
+        // waits for its first send, so a cap at or under that keeps the drop's losses unsent.
+        let (mut law, mut c) = at_5_mbps_on_a_free_link();
+        let mut cut = None;
+        for i in 100..106u32 {
+            let d = law.step(&c.step(24, if i % 2 == 0 { 9 } else { 10 }, 2000.0, 28), STEP * i);
+            if cut.is_none() && d.send_cap_kbps.is_some() {
+                cut = Some(i);
+            }
+        }
+        let cut = cut.expect("the drop was read");
+        let mut last = None;
+        for i in 106..(cut + 14) {
+            // 7 made, 6 sent and acknowledged a step: the rest waits at home.
+            c.unsent += 1;
+            last = law.step(&c.step(6, 6, 2000.0, 28), STEP * i).send_cap_kbps;
+        }
+        let made = 7.0 * PACKET_BYTES * 8.0 / 1000.0 / STEP.as_secs_f64();
+        let cap = last.expect("still in the drop");
+        assert!(cap >= made * 1.1 - 1.0, "cap {cap} under 10 % over the {made} the encoder makes");
+        assert!(cap <= 2000.0 * 1.05, "cap {cap} over the link");
     }
 
     #[test]

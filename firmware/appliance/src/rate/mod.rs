@@ -50,6 +50,14 @@ pub struct LinkSample {
     pub packets_sent: i64,
     /// Packets sent again so far.
     pub packets_retransmitted: i64,
+    /// Bytes sent so far, retransmissions included, with their headers: what the link carried
+    /// (a frame's last packet is short, and at a low rate most are: 1316 bytes each would
+    /// count twice what is sent). 0 where unknown (older traces): then 1316 a packet.
+    #[serde(default)]
+    pub bytes_sent: i64,
+    /// The same, of the packets sent again.
+    #[serde(default)]
+    pub bytes_retransmitted: i64,
     /// Packets the sender gave up on (too late to be played) so far.
     pub packets_dropped: i64,
     /// libsrt's estimate of the link's capacity, Mbit/s (packet pairs; noisy).
@@ -69,6 +77,8 @@ impl From<&SrtStats> for LinkSample {
             flight_packets: s.flight_packets,
             packets_sent: s.packets_sent,
             packets_retransmitted: s.packets_retransmitted,
+            bytes_sent: s.bytes_sent,
+            bytes_retransmitted: s.bytes_retransmitted,
             packets_dropped: s.packets_dropped,
             bandwidth_mbps: s.bandwidth_mbps,
             send_rate_mbps: s.send_rate_mbps,
@@ -239,8 +249,8 @@ impl RateControl {
         }
     }
 
-    /// Writes every sample and decision to `path`, one JSON line each (`{"t", "link",
-    /// "sample", "stream_kbps", "why"}`): a recorded trace for the law's tests and for tuning.
+    /// Writes every sample and decision to `path`, one JSON line each (`{"t", "unix_s" (the
+    /// wall clock, to read it beside other logs), "link", "sample", "stream_kbps", "why"}`): a recorded trace for the law's tests and for tuning.
     pub fn record_to(&mut self, path: &std::path::Path) -> std::io::Result<()> {
         self.recorder = Some(std::io::BufWriter::new(std::fs::File::create(path)?));
         Ok(())
@@ -314,7 +324,7 @@ impl RateControl {
             let d = law.step(sample, now);
             if let Some(w) = self.recorder.as_mut() {
                 let line = serde_json::json!({
-                    "t": now.as_secs_f64(), "link": name, "sample": sample,
+                    "t": now.as_secs_f64(), "unix_s": unix_seconds(), "link": name, "sample": sample,
                     "stream_kbps": d.stream_kbps, "why": d.why, "send_cap_kbps": d.send_cap_kbps,
                 });
                 let _ = writeln!(w, "{line}");
@@ -348,6 +358,11 @@ impl RateControl {
     pub fn status(&self) -> &RateStatus {
         &self.status
     }
+}
+
+/// The wall clock in seconds since 1970, for traces read beside other logs.
+pub fn unix_seconds() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]
