@@ -7,8 +7,8 @@
 //! capacity drop; per trace a plot of what each sent against the capacity.
 
 mod belacoder;
+mod logs;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -199,28 +199,9 @@ async fn one(case: &Case, mode: Mode, out: &Path) -> anyhow::Result<Run> {
         Impairment::new(params, Vec::new(), 12),
     )
     .await?;
-    // What the link did, every 100 ms from its start (the trace's clock): for reading the rate
-    // traces against what was offered, delivered and dropped at the bottleneck.
-    let link_log = {
-        let (forward, trace, path) = (relay.forward.clone(), case.trace.clone(), out.join(format!("{tag}-link.jsonl")));
-        let start = tokio::time::Instant::now();
-        tokio::spawn(async move {
-            use std::io::Write as _;
-            let Ok(mut file) = std::fs::File::create(&path) else { return };
-            let mut tick = tokio::time::interval(Duration::from_millis(100));
-            loop {
-                tick.tick().await;
-                let t = start.elapsed();
-                let line = serde_json::json!({
-                    "t": t.as_secs_f64(),
-                    "unix_s": telebridge_appliance::rate::unix_seconds(),
-                    "capacity_kbps": trace.rate_at(t),
-                    "forward": forward.snapshot(),
-                });
-                let _ = writeln!(file, "{line}");
-            }
-        })
-    };
+    // What the link did, every 100 ms from its start (the trace's clock).
+    let link_log =
+        logs::spawn_link_log(relay.forward.clone(), case.trace.clone(), out.join(format!("{tag}-link.jsonl")));
 
     let mut config = telebridge_config::Config::default();
     config.video.source = "test".into();
@@ -256,9 +237,7 @@ async fn one(case: &Case, mode: Mode, out: &Path) -> anyhow::Result<Run> {
     drop(relay);
 
     let enc = samples.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    // The encoder's own stats, a line a second (libsrt's counters of the output among them).
-    let lines: String = enc.iter().filter_map(|e| serde_json::to_string(e).ok()).map(|l| l + "\n").collect();
-    std::fs::write(out.join(format!("{tag}-encoder.jsonl")), lines)?;
+    logs::write_encoder_log(&enc, out.join(format!("{tag}-encoder.jsonl")))?;
     let dec = crate::json_lines(&dec_out);
     let dec_rows: Vec<(f64, u64, u64)> = dec
         .iter()
@@ -294,17 +273,8 @@ async fn one(case: &Case, mode: Mode, out: &Path) -> anyhow::Result<Run> {
             capacity_kbps: case.trace.rate_at(Duration::from_secs_f64(t.max(0.0))).unwrap_or(0.0),
         });
     }
-    std::fs::write(out.join(format!("{tag}.csv")), csv(&seconds))?;
+    std::fs::write(out.join(format!("{tag}.csv")), logs::csv(&seconds))?;
     Ok(Run { mode, seconds, frames_missing: summary["decoder"]["frames_missing"].as_u64().unwrap_or(0) })
-}
-
-fn csv(rows: &[Second]) -> String {
-    let mut s = String::from("t_s,capacity_kbps,chosen_video_kbps,arrived_kbps,frames_missing\n");
-    for r in rows {
-        let _ =
-            writeln!(s, "{:.1},{:.0},{:.0},{:.0},{}", r.t, r.capacity_kbps, r.chosen_kbps, r.arrived_kbps, r.missing);
-    }
-    s
 }
 
 /// Figures of one run.

@@ -47,7 +47,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::dips::Dips;
-use super::{Bounds, LinkSample, RateDecision, RateLaw, Why, PACKET_BYTES, STEP};
+use super::tally::{PacketSize, Tally};
+use super::{Bounds, LinkSample, RateDecision, RateLaw, Why, STEP};
 
 /// How long the lowest round trip is remembered.
 const BASE_WINDOW: Duration = Duration::from_secs(10);
@@ -88,7 +89,7 @@ pub struct Adaptive {
     /// When the first sample came.
     first: Duration,
     /// (time, packets acknowledged so far), for the last DELIVERED_MAX_WINDOW.
-    acked: VecDeque<(Duration, i64)>,
+    acked: Tally,
     acked_total: i64,
     rtt_var: f64,
     /// (start of a second, lowest round trip in it).
@@ -108,23 +109,21 @@ pub struct Adaptive {
     /// In a drop, while the queue on the way is above what jitter explains.
     draining: bool,
     /// (time, packets sent for the first time so far), for the last DELIVERED_MAX_WINDOW.
-    sends: VecDeque<(Duration, i64)>,
+    sends: Tally,
     sends_total: i64,
     /// The last step read the link well under the rate (a drop is read twice in a row).
     low_before: bool,
     /// Packets acknowledged in the last step.
     acked_before: i64,
     /// (time, packets sent again so far), for the last DELIVERED_MAX_WINDOW.
-    resends: VecDeque<(Duration, i64)>,
+    resends: Tally,
     /// The dips of the last 30 s, for the bound on rises.
     dips: Dips,
-    /// What a packet sent for the first time carries lately, kbit, headers included (libsrt's
-    /// bytes over its packets: a frame's last packet is short, and at the floor most packets are
-    /// a frame's last; counted at 1316 bytes each, 0.66 Mbit/s read as 1.1).
-    packet_kbit: f64,
+    /// What a packet sent for the first time carries lately.
+    packet: PacketSize,
     /// (time, packets the encoder has put in so far: sent, and waiting for their first send),
     /// for the last DELIVERED_MAX_WINDOW.
-    made: VecDeque<(Duration, i64)>,
+    made: Tally,
     /// In a drop, what the encoder has made since it followed the cut, kbit/s.
     made_kbps: Option<f64>,
 }
@@ -132,10 +131,6 @@ pub struct Adaptive {
 /// How long the encoder takes to follow a cut (the frames in the making), before what it makes
 /// sets the least a drop's send cap leaves it.
 const ENCODER_FOLLOWS: Duration = Duration::from_millis(300);
-/// Packets over which the size of a packet is averaged.
-const PACKET_MEMORY: f64 = 30.0;
-/// The headers libsrt counts in a packet's bytes (SRT's 16, UDP's 8, IPv4's 20), kbit.
-const HEADER_KBIT: f64 = 44.0 * 8.0 / 1000.0;
 
 impl Adaptive {
     /// A law starting at `bounds.start_kbps`.
@@ -145,7 +140,7 @@ impl Adaptive {
             rate: bounds.start_kbps.clamp(bounds.min_kbps, bounds.max_kbps),
             prev: None,
             first: Duration::ZERO,
-            acked: VecDeque::new(),
+            acked: Tally::default(),
             acked_total: 0,
             rtt_var: 0.0,
             base: VecDeque::new(),
@@ -157,14 +152,14 @@ impl Adaptive {
             episode_kbps: None,
             episode_start: Duration::ZERO,
             draining: false,
-            sends: VecDeque::new(),
+            sends: Tally::default(),
             sends_total: 0,
             low_before: false,
             acked_before: 0,
-            resends: VecDeque::new(),
+            resends: Tally::default(),
             dips: Dips::default(),
-            packet_kbit: PACKET_BYTES * 8.0 / 1000.0,
-            made: VecDeque::new(),
+            packet: PacketSize::default(),
+            made: Tally::default(),
             made_kbps: None,
         }
     }
@@ -198,7 +193,7 @@ impl Adaptive {
         // (none in 1.2 s of a rate trace, 39 given up). Not 25 %: over a cut to 75 % of the
         // link that is 94 % of it, and the queue of a drop on the steps trace did not drain.
         let draining = self.draining;
-        let headers = self.packet_kbit / (self.packet_kbit - HEADER_KBIT).max(HEADER_KBIT);
+        let headers = self.packet.header_factor();
         // (And over what the encoder makes, when it makes more than its rate says, as it does
         // at the floor: 0.9 Mbit/s at a stream rate of 0.66 in a rate trace, whose backlog at
         // home then grew for a second, and no resend went out.)
@@ -230,13 +225,8 @@ impl RateLaw for Adaptive {
         // a send cap keeps there.)
         let acked = first_sends - (s.flight_packets - p.flight_packets) - (s.packets_dropped - p.packets_dropped);
         // Packets count in kbit by what they carried lately (no bytes in older traces: 1316).
-        let first_bytes = (s.bytes_sent - s.bytes_retransmitted) - (p.bytes_sent - p.bytes_retransmitted);
-        if first_sends > 0 && first_bytes > 0 {
-            let n = first_sends as f64;
-            let kbit = first_bytes as f64 * 8.0 / 1000.0 / n;
-            self.packet_kbit += (kbit - self.packet_kbit) * n / (n + PACKET_MEMORY);
-        }
-        let kbit_per_packet = self.packet_kbit;
+        self.packet.note(first_sends, (s.bytes_sent - s.bytes_retransmitted) - (p.bytes_sent - p.bytes_retransmitted));
+        let kbit_per_packet = self.packet.kbit();
         self.acked_total += acked.max(0);
         // No ACK at all in this step or the last, and nothing sent again: the ACKs stalled (the
         // receiver or the way back held them: 400 ms without one on a free 5 Mbit/s link, then
@@ -244,73 +234,42 @@ impl RateLaw for Adaptive {
         // what it carries.
         let stalled = acked.min(std::mem::replace(&mut self.acked_before, acked)) <= 0;
         self.sends_total += first_sends.max(0);
-        self.sends.push_back((now, self.sends_total));
-        while self.sends.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
-            self.sends.pop_front();
-        }
-        self.made.push_back((now, self.sends_total + (s.send_buffer_packets - s.flight_packets).max(0)));
-        while self.made.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
-            self.made.pop_front();
-        }
+        self.sends.record(now, self.sends_total);
+        self.made.record(now, self.sends_total + (s.send_buffer_packets - s.flight_packets).max(0));
+        self.resends.record(now, s.packets_retransmitted);
+        self.acked.record(now, self.acked_total);
         // In a drop, what the encoder makes once it followed the cut (its frames in the making
         // still come at the old rate for a moment): the cap must not hold that back.
-        let followed = self.episode_start + ENCODER_FOLLOWS;
-        self.made_kbps = self.episode_kbps.and_then(|_| {
-            let &(t1, m1) = self.made.back()?;
-            let &(t0, m0) = self.made.iter().find(|&&(t, _)| t >= followed)?;
-            let span = t1.saturating_sub(t0).as_secs_f64();
-            (span >= 0.2).then(|| (m1 - m0).max(0) as f64 * self.packet_kbit / span)
-        });
+        self.made_kbps = self
+            .episode_kbps
+            .and_then(|_| self.made.since(self.episode_start + ENCODER_FOLLOWS, 0.2))
+            .map(|r| r * kbit_per_packet);
         // The link's rate over the last 100 ms: before any loss at the bottleneck, the ACKs come
         // as the bottleneck lets packets through, so right after a capacity drop this is the new
         // capacity within a few percent (the rate traces: 1.9-2.5 Mbit/s on a 2 Mbit/s link),
         // where a round trip's or a second's window still holds the old rate. And what was sent
         // for the first time over the same 100 ms.
-        let over_recent = |q: &VecDeque<(Duration, i64)>, total: i64| {
-            let (t0, a0) = q.iter().rev().find(|&&(t, _)| now.saturating_sub(t) >= RECENT).copied()?;
-            Some((total - a0) as f64 * kbit_per_packet / now.saturating_sub(t0).as_secs_f64().max(dt))
-        };
-        let recent = over_recent(&self.acked, self.acked_total);
-        let recent_sends = over_recent(&self.sends, self.sends_total);
-        self.resends.push_back((now, s.packets_retransmitted));
-        while self.resends.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
-            self.resends.pop_front();
-        }
+        let kbps = |packets_per_s: f64| packets_per_s * kbit_per_packet;
+        let recent = self.acked.over_at_least(RECENT, dt).map(kbps);
+        let recent_sends = self.sends.over_at_least(RECENT, dt).map(kbps);
         // Resends over the last 100 ms, beyond what random loss makes (a packet now and then):
         // the bottleneck is dropping at its tail, the link carries less than is sent. (libsrt
         // then resends more than the link carried: 1.3-4.2 Mbit/s of resends into a 4G fade of
         // 0.85 in a rate trace.)
-        let recent_resends = over_recent(&self.resends, s.packets_retransmitted).unwrap_or(0.0);
+        let recent_resends = self.resends.over_at_least(RECENT, dt).map_or(0.0, kbps);
         let heavy_resends = recent_resends
             > (HEAVY_RESENDS * kbit_per_packet / RECENT.as_secs_f64())
                 .max(recent_sends.unwrap_or(0.0) * HEAVY_RESEND_SHARE);
-        self.acked.push_back((now, self.acked_total));
-        while self.acked.front().is_some_and(|&(t, _)| now.saturating_sub(t) > DELIVERED_MAX_WINDOW) {
-            self.acked.pop_front();
-        }
         // The link's rate over the last round trip (at least DELIVERED_MIN_WINDOW).
         let window =
             Duration::from_secs_f64(s.rtt_ms.max(0.0) / 1000.0).clamp(DELIVERED_MIN_WINDOW, DELIVERED_MAX_WINDOW);
-        let (t0, a0) = self
-            .acked
-            .iter()
-            .find(|&&(t, _)| now.saturating_sub(t) <= window)
-            .copied()
-            .unwrap_or((then, self.acked_total - acked.max(0)));
-        let acked_total = self.acked_total;
-        let rate_since = |t0: Duration, a0: i64| {
-            (acked_total - a0) as f64 * kbit_per_packet / now.saturating_sub(t0).as_secs_f64().max(dt)
-        };
-        let delivered = rate_since(t0, a0);
+        let delivered = self.acked.over_within(window, dt).map_or(0.0, kbps);
         // What a cut aims under: the last round trip's rate, but within half and all of the last
         // second's. Packets lost in a drop hold the cumulative ACK back until they are sent again,
         // so for a round trip the link looks slower than it is (a cut to that would go too deep);
         // a second's rate still holds what came before a capacity drop (a cut to that alone would
         // take many steps). So each cut at most halves the rate, and follows a real drop in two.
-        let second = match self.acked.front() {
-            Some(&(t, a)) if t < now => rate_since(t, a),
-            _ => delivered,
-        };
+        let second = self.acked.over_all(dt).map_or(delivered, kbps);
         let carried = delivered.clamp(second / 2.0, second.max(f64::MIN_POSITIVE));
         // In the first second of a connection what was acknowledged says little (the first
         // keyframe, the first ACKs): cuts are then by the rate alone.
@@ -492,6 +451,7 @@ impl RateLaw for Adaptive {
 mod tests {
     use super::*;
     use crate::rate::dips::DIP_HEADROOM;
+    use crate::rate::PACKET_BYTES;
 
     /// A bottleneck as a fluid queue, for closed-loop tests: the encoder sends at the law's rate,
     /// the link serves `capacity` kbit/s behind a queue of `queue_limit_ms`, the round trip is

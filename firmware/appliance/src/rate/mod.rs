@@ -10,6 +10,7 @@
 
 pub mod adaptive;
 mod dips;
+mod tally;
 
 use std::collections::HashMap;
 use std::fmt;
