@@ -13,9 +13,9 @@
 //! and decides, in this order:
 //!
 //! 0. **a capacity drop** (a queue, or packets in flight beyond the round trip, while the ACK
-//!    rate of the last 100 ms is under 80 % of the rate and of what was sent, twice in a row, not
-//!    right after a resend unless resends are many, nor from ACKs that stalled with nothing
-//!    resent): that ACK rate is the new capacity (before the bottleneck's first
+//!    rate of the last 100 ms is under 80 % of the rate and of what was sent, twice in a row,
+//!    not from ACKs that stalled unless resends are many; packets counted by libsrt's bytes):
+//!    that ACK rate is the new capacity (before the bottleneck's first
 //!    loss the ACKs come as it lets packets through); the rate goes at once to 75 % of it, and
 //!    the connection is paced at most at 85 % of it while the queue drains, then at all of it
 //!    until what waits at home has left ([`super::RateDecision::send_cap_kbps`]): libsrt's
