@@ -8,6 +8,7 @@
 
 mod belacoder;
 mod logs;
+mod report;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -168,10 +169,13 @@ fn law(mode: Mode) -> (Option<LawFactory>, Option<Duration>, &'static str) {
     }
 }
 
-async fn one(case: &Case, mode: Mode, out: &Path) -> anyhow::Result<Run> {
+async fn one(case: &Case, mode: Mode, out: &Path, repeat: Option<usize>) -> anyhow::Result<Run> {
     let bin = crate::telebridge()?;
     let port = crate::free_udp_port()?;
-    let tag = format!("abr-{}-{}", case.name, mode.file());
+    let tag = match repeat {
+        Some(k) => format!("abr-{}-{}-{k}", case.name, mode.file()),
+        None => format!("abr-{}-{}", case.name, mode.file()),
+    };
     let dec_out = out.join(format!("{tag}-decoder.jsonl"));
     let mut decoder = crate::spawn_to(
         Command::new(&bin).args(["-q", "decode", "--sink", "fake", "--stats", "json"]).args([
@@ -339,8 +343,16 @@ fn figures(run: &Run, trace: &CapacityTrace) -> Figures {
 }
 
 /// Runs every trace three ways, writes CSV and PNG, prints the table.
-/// `only_traces` and `only_modes` (by name; empty: all) pick some, to look at one closely.
-pub async fn run(out: &Path, quick: bool, only_traces: &[String], only_modes: &[String]) -> anyhow::Result<()> {
+/// `only_traces` and `only_modes` (by name; empty: all) pick some, to look at one closely;
+/// `repeats` runs each that many times (the table then gives medians and spreads).
+pub async fn run(
+    out: &Path,
+    quick: bool,
+    only_traces: &[String],
+    only_modes: &[String],
+    repeats: usize,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(repeats >= 1, "--repeats: {repeats}; at least 1");
     let traces_dir = PathBuf::from("bench/traces");
     let mut cases = cases(quick, &traces_dir)?;
     if !only_traces.is_empty() {
@@ -368,17 +380,28 @@ pub async fn run(out: &Path, quick: bool, only_traces: &[String], only_modes: &[
     let mut verdicts = Vec::new();
     for case in &cases {
         std::fs::write(out.join(format!("abr-{}-trace.csv", case.name)), case.trace.to_csv())?;
-        let mut runs = Vec::new();
+        // (mode, its runs): the plot shows each mode's first.
+        let mut all_runs: Vec<Vec<Run>> = Vec::new();
         for &mode in &modes {
-            eprintln!("{} ({}), {}, {} s ...", case.name, case.about, mode.label(), case.seconds);
-            let r = one(case, mode, out).await.with_context(|| format!("{} {}", case.name, mode.label()))?;
-            runs.push(r);
+            let mut runs = Vec::new();
+            for k in 1..=repeats {
+                eprintln!(
+                    "{} ({}), {}, {} s, run {k} of {repeats} ...",
+                    case.name,
+                    case.about,
+                    mode.label(),
+                    case.seconds
+                );
+                let tag = (repeats > 1).then_some(k);
+                runs.push(one(case, mode, out, tag).await.with_context(|| format!("{} {}", case.name, mode.label()))?);
+            }
+            all_runs.push(runs);
         }
         let mut series = vec![Series {
             label: "capacity".into(),
             points: case.trace.points().iter().filter(|p| p.0 <= case.seconds).map(|p| (p.0, p.1)).collect(),
         }];
-        for r in &runs {
+        for r in all_runs.iter().filter_map(|runs| runs.first()) {
             series.push(Series {
                 label: format!("{}: arrived", r.mode.label()),
                 points: r.seconds.iter().map(|s| (s.t, s.arrived_kbps)).collect(),
@@ -391,48 +414,27 @@ pub async fn run(out: &Path, quick: bool, only_traces: &[String], only_modes: &[
             "kbit/s",
             &series,
         )?;
-        let figs: Vec<Figures> = runs.iter().map(|r| figures(r, &case.trace)).collect();
-        for (r, f) in runs.iter().zip(&figs) {
-            let rec = match f.recovery_s {
-                None => "no drop".to_string(),
-                Some(x) if x.is_finite() => format!("{x:.0} s"),
-                Some(_) => "never".to_string(),
-            };
-            println!(
-                "| {} | {} | {} | {} | {:.0} | {:.0} | {} |",
-                case.name,
-                r.mode.label(),
-                f.lost,
-                f.lossy_seconds,
-                f.mean_kbps,
-                f.p10_kbps,
-                rec
-            );
+        let figs: Vec<Vec<Figures>> =
+            all_runs.iter().map(|runs| runs.iter().map(|r| figures(r, &case.trace)).collect()).collect();
+        for (mode, f) in modes.iter().zip(&figs) {
+            println!("{}", report::row(case.name, *mode, f));
         }
-        verdicts.push((case.name, figs, runs));
+        verdicts.push((case.name, figs, all_runs));
     }
     println!(
         "\nCSV and plots: {0}/abr-TRACE-MODE.csv, {0}/abr-TRACE.png; traces: {0}/abr-TRACE-trace.csv",
         out.display()
     );
-    // The bar: ours loses no more than belacoder's rule and delivers at least its mean;
-    // on the 4G traces strictly fewer lost frames.
-    for (name, f, runs) in &verdicts {
-        let of = |m: Mode| runs.iter().position(|r| r.mode == m).map(|i| &f[i]);
-        let (Some(b), Some(o)) = (of(Mode::Belacoder), of(Mode::Ours)) else { continue };
-        let fewer = if name.starts_with("4g") { o.lost < b.lost } else { o.lost <= b.lost };
-        println!(
-            "{name}: ours {} belacoder's rule on lost frames ({} vs {}), {} on mean bitrate ({:.0} vs {:.0} kbit/s)",
-            if fewer { "beats or equals" } else { "LOSES TO" },
-            o.lost,
-            b.lost,
-            if o.mean_kbps >= b.mean_kbps { "at least" } else { "UNDER" },
-            o.mean_kbps,
-            b.mean_kbps
-        );
+    for (name, f, _) in &verdicts {
+        let of = |m: Mode| modes.iter().position(|&x| x == m).map(|i| &f[i]);
+        if let (Some(b), Some(o)) = (of(Mode::Belacoder), of(Mode::Ours)) {
+            println!("{}", report::verdict(name, b, o));
+        }
     }
     if quick && modes.len() == all.len() {
         let (_, f, runs) = &verdicts[0];
+        let (f, runs): (Vec<&Figures>, Vec<&Run>) =
+            (f.iter().map(|x| &x[0]).collect(), runs.iter().map(|x| &x[0]).collect());
         // The mechanism works: a fixed 6 Mbit/s over the 2 Mbit/s part loses frames; ours goes
         // under 2 Mbit/s there and above it again once the link has 5.
         anyhow::ensure!(f[0].lost > 0, "a fixed 6 Mbit/s over a 2 Mbit/s link lost nothing: the trace did not apply");

@@ -55,6 +55,10 @@ enum Bench {
         /// Only these modes (fixed, belacoder, ours); the verdict needs belacoder and ours.
         #[arg(long, value_delimiter = ',')]
         modes: Vec<String>,
+        /// Runs each trace and mode this many times: the table gives the median and the
+        /// spread (runs of one law differ by tens of frames on the 4G traces).
+        #[arg(long, default_value_t = 1)]
+        repeats: usize,
     },
     /// One encoder listening, 1, 10, 25, 50 decoders calling: CPU, memory, expected against
     /// actual bandwidth (the Raspberry Pi server study's table).
@@ -137,7 +141,9 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     match args.bench {
         Bench::Srt4g => runtime.block_on(srt_4g::run(&args.profiles, &args.out, args.quick)),
-        Bench::Abr { traces, modes } => runtime.block_on(abr::run(&args.out, args.quick, &traces, &modes)),
+        Bench::Abr { traces, modes, repeats } => {
+            runtime.block_on(abr::run(&args.out, args.quick, &traces, &modes, repeats))
+        }
         Bench::Fanout => fanout::run(&args.out, args.quick),
         Bench::Idle => idle::run(args.quick),
         Bench::Lipsync => runtime.block_on(lipsync::run(&args.profiles, &args.out, args.quick)),
