@@ -121,8 +121,7 @@ pub struct Adaptive {
     dips: Dips,
     /// What a packet sent for the first time carries lately.
     packet: PacketSize,
-    /// (time, packets the encoder has put in so far: sent, and waiting for their first send),
-    /// for the last DELIVERED_MAX_WINDOW.
+    /// Packets the encoder has put in so far: sent, and waiting for their first send.
     made: Tally,
     /// In a drop, what the encoder has made since it followed the cut, kbit/s.
     made_kbps: Option<f64>,
