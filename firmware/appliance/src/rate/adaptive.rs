@@ -669,6 +669,25 @@ mod tests {
         (law, c)
     }
 
+    /// From step 100, six steps of `sent` packets on a link that acknowledges 9 or 10 a step
+    /// (`link_kbps`): the first decision with a send cap, and how many steps after the drop.
+    fn first_cap(
+        law: &mut Adaptive,
+        c: &mut Counters,
+        sent: i64,
+        link_kbps: f64,
+        base_flight: i64,
+    ) -> Option<(u32, RateDecision)> {
+        let mut reacted = None;
+        for i in 100..106u32 {
+            let d = law.step(&c.step(sent, if i % 2 == 0 { 9 } else { 10 }, link_kbps, base_flight), STEP * i);
+            if reacted.is_none() && d.send_cap_kbps.is_some() {
+                reacted = Some((i - 100, d));
+            }
+        }
+        reacted
+    }
+
     #[test]
     fn a_capacity_drop_is_read_from_the_acks_and_paced_under_at_once() {
         let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
@@ -680,14 +699,7 @@ mod tests {
             assert_eq!(d.send_cap_kbps, None, "step {i}: no cap on a free link");
         }
         // The link drops to 2 Mbit/s (9.5 packets a step); the encoder still sends 6.
-        let mut reacted = None;
-        for i in 100..106u32 {
-            let d = law.step(&c.step(28, if i % 2 == 0 { 9 } else { 10 }, 2000.0, 34), STEP * i);
-            if reacted.is_none() && d.send_cap_kbps.is_some() {
-                reacted = Some((i - 100, d));
-            }
-        }
-        let (steps, d) = reacted.expect("a drop to a third was seen within 300 ms");
+        let (steps, d) = first_cap(&mut law, &mut c, 28, 2000.0, 34).expect("a drop to a third was seen within 300 ms");
         assert!(steps <= 3, "seen {steps} steps after the drop");
         let cap = d.send_cap_kbps.unwrap();
         assert!((1500.0..=2100.0).contains(&cap), "paced at {cap} kbit/s on a 2 Mbit/s link");
@@ -715,14 +727,7 @@ mod tests {
             law.step(&c.step(19, 19, 20_000.0, 28), STEP * i);
         }
         // The link falls to 1 Mbit/s: 9.6 of those packets a step.
-        let mut reacted = None;
-        for i in 100..106u32 {
-            let d = law.step(&c.step(19, if i % 2 == 0 { 9 } else { 10 }, 1000.0, 28), STEP * i);
-            if reacted.is_none() && d.send_cap_kbps.is_some() {
-                reacted = Some((i - 100, d));
-            }
-        }
-        let (steps, d) = reacted.expect("a drop to half was seen within 300 ms");
+        let (steps, d) = first_cap(&mut law, &mut c, 19, 1000.0, 28).expect("a drop to half was seen within 300 ms");
         assert!(steps <= 3, "seen {steps} steps after the drop");
         let cap = d.send_cap_kbps.unwrap();
         assert!(cap <= 1100.0, "paced at {cap} kbit/s on a 1 Mbit/s link");
@@ -735,14 +740,8 @@ mod tests {
         // step), more than the rate it was asked for: libsrt resends nothing while a packet
         // waits for its first send, so a cap at or under that keeps the drop's losses unsent.
         let (mut law, mut c) = at_5_mbps_on_a_free_link();
-        let mut cut = None;
-        for i in 100..106u32 {
-            let d = law.step(&c.step(24, if i % 2 == 0 { 9 } else { 10 }, 2000.0, 28), STEP * i);
-            if cut.is_none() && d.send_cap_kbps.is_some() {
-                cut = Some(i);
-            }
-        }
-        let cut = cut.expect("the drop was read");
+        let (steps, _) = first_cap(&mut law, &mut c, 24, 2000.0, 28).expect("the drop was read");
+        let cut = 100 + steps;
         let mut last = None;
         for i in 106..(cut + 14) {
             // 7 made, 6 sent and acknowledged a step: the rest waits at home.
