@@ -21,6 +21,7 @@ use telebridge_appliance::rate::{Bounds, LawFactory, RateLaw};
 use telebridge_appliance::{RunOptions, StatsSample};
 
 use crate::plot::{self, Series};
+use report::{figures, Figures};
 
 /// The most the encoder sends, and the least (video, kbit/s); the same for every mode.
 const MAX_KBPS: u32 = 6000;
@@ -67,7 +68,7 @@ impl Mode {
 #[derive(Debug, Clone)]
 struct Second {
     t: f64,
-    /// What the encoder was asked for (video, kbit/s).
+    /// What the encoder was asked for (video, kbit/s; at half the frame rate, half its bitrate).
     chosen_kbps: f64,
     /// What arrived at the receiver (the whole stream, kbit/s).
     arrived_kbps: f64,
@@ -81,6 +82,8 @@ struct Run {
     mode: Mode,
     seconds: Vec<Second>,
     frames_missing: u64,
+    /// Frames the encoder left out on purpose (the frame rate stepped down under the floor).
+    frames_skipped: u64,
 }
 
 fn cases(quick: bool, traces_dir: &Path) -> anyhow::Result<Vec<Case>> {
@@ -267,7 +270,7 @@ async fn one(case: &Case, mode: Mode, out: &Path, repeat: Option<usize>) -> anyh
             .iter()
             .rev()
             .find(|e| e.t <= t)
-            .map(|e| e.rate.as_ref().map_or(f64::from(MAX_KBPS), |r| f64::from(r.video_kbps)))
+            .map(|e| e.rate.as_ref().map_or(f64::from(MAX_KBPS), |r| f64::from(r.video_kbps / r.one_frame_in.max(1))))
             .unwrap_or(f64::from(MAX_KBPS));
         seconds.push(Second {
             t,
@@ -278,68 +281,12 @@ async fn one(case: &Case, mode: Mode, out: &Path, repeat: Option<usize>) -> anyh
         });
     }
     std::fs::write(out.join(format!("{tag}.csv")), logs::csv(&seconds))?;
-    Ok(Run { mode, seconds, frames_missing: summary["decoder"]["frames_missing"].as_u64().unwrap_or(0) })
-}
-
-/// Figures of one run.
-struct Figures {
-    lost: u64,
-    lossy_seconds: usize,
-    mean_kbps: f64,
-    p10_kbps: f64,
-    recovery_s: Option<f64>,
-}
-
-/// The drops of a trace: times where the capacity falls by 40 % or more within a second.
-fn drops(trace: &CapacityTrace) -> Vec<f64> {
-    let mut out: Vec<f64> = Vec::new();
-    let p = trace.points();
-    for (i, &(t, r)) in p.iter().enumerate() {
-        // The highest rate in force during the second before (the point before it included).
-        let before = p[..i]
-            .iter()
-            .rev()
-            .enumerate()
-            .take_while(|&(k, &(u, _))| k == 0 || t - u <= 1.0)
-            .map(|(_, &(_, x))| x)
-            .fold(0.0, f64::max);
-        if before > 0.0 && r <= before * 0.6 && out.last().is_none_or(|&l| t - l > 5.0) {
-            out.push(t);
-        }
-    }
-    out
-}
-
-fn figures(run: &Run, trace: &CapacityTrace) -> Figures {
-    let rows: Vec<&Second> = run.seconds.iter().filter(|s| s.t >= 2.0).collect();
-    let lossy_seconds = run.seconds.windows(2).filter(|w| w[1].missing > w[0].missing).count();
-    let mut rates: Vec<f64> = rows.iter().map(|s| s.arrived_kbps).collect();
-    rates.sort_by(f64::total_cmp);
-    let mean_kbps = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
-    let p10_kbps = rates.get(rates.len() / 10).copied().unwrap_or(0.0);
-    // Recovery: from a drop until the first second from which 3 s pass with nothing lost and
-    // the encoder asking for no more than the link carries.
-    let mut worst: Option<f64> = None;
-    for d in drops(trace) {
-        let after: Vec<&Second> = run.seconds.iter().filter(|s| s.t >= d).collect();
-        let stream = |video: f64| (video + 128.0) * telebridge_appliance::rate::TS_OVERHEAD;
-        let ok = |s: &Second, prev: u64| s.missing == prev && stream(s.chosen_kbps) <= s.capacity_kbps;
-        let mut found = None;
-        for i in 0..after.len() {
-            let window = &after[i..after.len().min(i + 3)];
-            if window.len() < 3 {
-                break;
-            }
-            let base = if i == 0 { after[0].missing } else { after[i - 1].missing };
-            if window.iter().all(|s| ok(s, base)) {
-                found = Some(after[i].t - d);
-                break;
-            }
-        }
-        let r = found.unwrap_or(f64::INFINITY);
-        worst = Some(worst.map_or(r, |w: f64| w.max(r)));
-    }
-    Figures { lost: run.frames_missing, lossy_seconds, mean_kbps, p10_kbps, recovery_s: worst }
+    Ok(Run {
+        mode,
+        seconds,
+        frames_missing: summary["decoder"]["frames_missing"].as_u64().unwrap_or(0),
+        frames_skipped: enc.last().map_or(0, |e| e.encoder.frames_skipped),
+    })
 }
 
 /// Runs every trace three ways, writes CSV and PNG, prints the table.
@@ -375,8 +322,7 @@ pub async fn run(
     }
     let modes: Vec<Mode> =
         all.into_iter().filter(|a| only_modes.is_empty() || only_modes.iter().any(|m| m == a.file())).collect();
-    println!("| trace | mode | frames lost for good | seconds with loss | mean kbit/s arrived | p10 kbit/s | worst recovery after a drop |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("{}", report::HEADER);
     let mut verdicts = Vec::new();
     for case in &cases {
         std::fs::write(out.join(format!("abr-{}-trace.csv", case.name)), case.trace.to_csv())?;

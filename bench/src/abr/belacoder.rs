@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_round_trip_at_a_third_of_the_latency_drops_to_the_minimum() {
-        let mut b = Belacoder::new(Bounds { min_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
+        let mut b = Belacoder::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
         for i in 0..100u32 {
             b.step(&sample(60.0, 30), STEP * i);
         }
@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn calm_rises_by_thirty_kbit_and_a_thirtieth_every_half_second() {
-        let mut b = Belacoder::new(Bounds { min_kbps: 500.0, max_kbps: 6000.0, start_kbps: 1000.0 });
+        let mut b = Belacoder::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 6000.0, start_kbps: 1000.0 });
         // Its slow average of the send rate starts at nothing, so the first steps see a send
         // buffer over what that rate carries in half the latency and cut once: a second to settle.
         for i in 0..50u32 {

@@ -2,7 +2,82 @@
 //! runs of one law differ by tens of frames on the 4G traces, so a change is judged on the
 //! median, with the spread beside it).
 
-use super::{Figures, Mode};
+use linkemu::CapacityTrace;
+
+use super::{Mode, Run, Second};
+
+/// The table's head.
+pub(super) const HEADER: &str = "| trace | mode | frames lost for good | frames left out (half frame rate) | seconds with loss | mean kbit/s arrived | p10 kbit/s | worst recovery after a drop |\n|---|---|---|---|---|---|---|---|";
+
+/// Figures of one run.
+pub(super) struct Figures {
+    pub lost: u64,
+    /// Frames left out on purpose (half the frame rate under the floor).
+    pub skipped: u64,
+    pub lossy_seconds: usize,
+    pub mean_kbps: f64,
+    pub p10_kbps: f64,
+    pub recovery_s: Option<f64>,
+}
+
+/// The drops of a trace: times where the capacity falls by 40 % or more within a second.
+fn drops(trace: &CapacityTrace) -> Vec<f64> {
+    let mut out: Vec<f64> = Vec::new();
+    let p = trace.points();
+    for (i, &(t, r)) in p.iter().enumerate() {
+        // The highest rate in force during the second before (the point before it included).
+        let before = p[..i]
+            .iter()
+            .rev()
+            .enumerate()
+            .take_while(|&(k, &(u, _))| k == 0 || t - u <= 1.0)
+            .map(|(_, &(_, x))| x)
+            .fold(0.0, f64::max);
+        if before > 0.0 && r <= before * 0.6 && out.last().is_none_or(|&l| t - l > 5.0) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+pub(super) fn figures(run: &Run, trace: &CapacityTrace) -> Figures {
+    let rows: Vec<&Second> = run.seconds.iter().filter(|s| s.t >= 2.0).collect();
+    let lossy_seconds = run.seconds.windows(2).filter(|w| w[1].missing > w[0].missing).count();
+    let mut rates: Vec<f64> = rows.iter().map(|s| s.arrived_kbps).collect();
+    rates.sort_by(f64::total_cmp);
+    let mean_kbps = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
+    let p10_kbps = rates.get(rates.len() / 10).copied().unwrap_or(0.0);
+    // Recovery: from a drop until the first second from which 3 s pass with nothing lost and
+    // the encoder asking for no more than the link carries.
+    let mut worst: Option<f64> = None;
+    for d in drops(trace) {
+        let after: Vec<&Second> = run.seconds.iter().filter(|s| s.t >= d).collect();
+        let stream = |video: f64| (video + 128.0) * telebridge_appliance::rate::TS_OVERHEAD;
+        let ok = |s: &Second, prev: u64| s.missing == prev && stream(s.chosen_kbps) <= s.capacity_kbps;
+        let mut found = None;
+        for i in 0..after.len() {
+            let window = &after[i..after.len().min(i + 3)];
+            if window.len() < 3 {
+                break;
+            }
+            let base = if i == 0 { after[0].missing } else { after[i - 1].missing };
+            if window.iter().all(|s| ok(s, base)) {
+                found = Some(after[i].t - d);
+                break;
+            }
+        }
+        let r = found.unwrap_or(f64::INFINITY);
+        worst = Some(worst.map_or(r, |w: f64| w.max(r)));
+    }
+    Figures {
+        lost: run.frames_missing,
+        skipped: run.frames_skipped,
+        lossy_seconds,
+        mean_kbps,
+        p10_kbps,
+        recovery_s: worst,
+    }
+}
 
 /// The middle value (the lower of the two middle ones for an even count).
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -38,9 +113,10 @@ pub(super) fn row(trace: &str, mode: Mode, figs: &[Figures]) -> String {
         Some(_) => "never".to_string(),
     };
     format!(
-        "| {trace} | {} | {} | {} | {} | {} | {rec} |",
+        "| {trace} | {} | {} | {} | {} | {} | {} | {rec} |",
         mode.label(),
         cell(figs, |f| f.lost as f64, 0),
+        cell(figs, |f| f.skipped as f64, 0),
         cell(figs, |f| f.lossy_seconds as f64, 0),
         cell(figs, |f| f.mean_kbps, 0),
         cell(figs, |f| f.p10_kbps, 0),
@@ -65,16 +141,16 @@ mod tests {
     use super::*;
 
     fn f(lost: u64, mean: f64) -> Figures {
-        Figures { lost, lossy_seconds: 1, mean_kbps: mean, p10_kbps: mean / 2.0, recovery_s: Some(3.0) }
+        Figures { lost, skipped: 0, lossy_seconds: 1, mean_kbps: mean, p10_kbps: mean / 2.0, recovery_s: Some(3.0) }
     }
 
     #[test]
     fn one_run_reads_as_before_several_as_median_and_spread() {
-        assert_eq!(row("4g-1", Mode::Ours, &[f(12, 1500.0)]), "| 4g-1 | ours | 12 | 1 | 1500 | 750 | 3 s |");
+        assert_eq!(row("4g-1", Mode::Ours, &[f(12, 1500.0)]), "| 4g-1 | ours | 12 | 0 | 1 | 1500 | 750 | 3 s |");
         let three = [f(40, 1400.0), f(12, 1500.0), f(90, 1300.0)];
         assert_eq!(
             row("4g-1", Mode::Ours, &three),
-            "| 4g-1 | ours | 40 (12-90) | 1 (1-1) | 1400 (1300-1500) | 700 (650-750) | 3 s |"
+            "| 4g-1 | ours | 40 (12-90) | 0 (0-0) | 1 (1-1) | 1400 (1300-1500) | 700 (650-750) | 3 s |"
         );
         assert_eq!(medians(&three), (40.0, 1400.0));
     }

@@ -166,8 +166,10 @@ pub async fn run_encoder(
             config.picture.bitrate_kbps,
             config.audio_bitrate_kbps,
         )
+        .with_frame_rate_step_down(config.picture.frame_rate_step_down)
     });
     let mut set_bitrate = pipeline.bitrate_setter();
+    let mut set_frame_rate = pipeline.frame_rate_setter();
     let mut rate_tick = tokio::time::interval(options.rate_step.unwrap_or(crate::rate::STEP));
     rate_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let pace = |outputs: &[(String, Arc<Output>, telebridge_media::TsConsumerId)], pacing| {
@@ -234,6 +236,9 @@ pub async fn run_encoder(
                     let changed = rc.step(&links, started.elapsed());
                     if let Some(p) = rc.pacing_change() {
                         pace(&outputs, p);
+                    }
+                    if let Some(n) = rc.frame_rate_change() {
+                        set_frame_rate(n);
                     }
                     if let Some(video) = changed {
                         set_bitrate(video);
@@ -320,9 +325,11 @@ pub async fn run_encoder(
             pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
             *keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
             set_bitrate = pipeline.bitrate_setter();
+            set_frame_rate = pipeline.frame_rate_setter();
             // The new encoder starts at the configured bitrate: give it the one chosen.
             if let Some(rc) = &rate {
                 set_bitrate(rc.status().video_kbps);
+                set_frame_rate(rc.status().one_frame_in);
             }
             pipeline.start()?;
             // The new pipeline counts from zero.

@@ -24,6 +24,9 @@ pub struct EncoderStats {
     pub frames_encoded: u64,
     /// Frames dropped before encoding so far.
     pub frames_dropped: u64,
+    /// Frames left out on purpose so far: the frame rate stepped down under the adaptive
+    /// bitrate's floor.
+    pub frames_skipped: u64,
     /// Keyframes so far.
     pub keyframes: u64,
     /// AAC frames so far.
@@ -78,6 +81,7 @@ impl EncoderMeter {
             frames_captured: c.frames_captured.load(Ordering::Relaxed),
             frames_encoded: frames,
             frames_dropped: c.frames_dropped.load(Ordering::Relaxed),
+            frames_skipped: c.frames_skipped.load(Ordering::Relaxed),
             keyframes: c.keyframes.load(Ordering::Relaxed),
             audio_frames: c.audio_frames.load(Ordering::Relaxed),
         };

@@ -85,8 +85,12 @@ pub struct VideoConfig {
     /// `fixed`, or `adaptive`: the bitrate follows what the SRT links carry, between
     /// `min_bitrate_kbps` and `bitrate_kbps`.
     pub bitrate_mode: String,
-    /// The least an adaptive bitrate goes down to, kbit/s.
+    /// The least an adaptive bitrate goes down to at the full frame rate, kbit/s.
     pub min_bitrate_kbps: u32,
+    /// On a link that carries less than that floor, an adaptive bitrate gives the encoder one
+    /// frame in two (half the frame rate, each frame with the floor's bits) rather than lose
+    /// frames on the way; at 20 frames a second or more.
+    pub frame_rate_step_down: bool,
     /// Time between keyframes (x264enc `key-int-max`, v4l2h264enc `h264_i_frame_period`), ms.
     pub keyframe_ms: u32,
     /// `auto`, `v4l2h264enc`, `x264enc` or `openh264enc`.
@@ -105,6 +109,7 @@ impl Default for VideoConfig {
             bitrate_kbps: 4000,
             bitrate_mode: "fixed".to_string(),
             min_bitrate_kbps: 500,
+            frame_rate_step_down: true,
             keyframe_ms: 1000,
             encoder: "auto".to_string(),
             x264_preset: "superfast".to_string(),

@@ -162,6 +162,8 @@ pub struct Picture {
     pub bitrate_mode: BitrateMode,
     /// The least an adaptive bitrate goes to, kbit/s.
     pub min_bitrate_kbps: u32,
+    /// Under that floor, one frame in two (at 20 frames a second or more).
+    pub frame_rate_step_down: bool,
     /// x264's speed preset.
     pub x264_preset: String,
 }
@@ -380,6 +382,7 @@ impl Config {
                     bitrate_kbps: v.bitrate_kbps,
                     bitrate_mode: bitrate_mode.unwrap_or(BitrateMode::Fixed),
                     min_bitrate_kbps: v.min_bitrate_kbps,
+                    frame_rate_step_down: v.frame_rate_step_down && v.fps >= 20,
                     x264_preset: v.x264_preset.clone(),
                 },
                 audio_bitrate_kbps: a.bitrate_kbps,
@@ -449,6 +452,20 @@ mod tests {
         let mut low = Config::default();
         low.video.bitrate_kbps = 400;
         low.validate().unwrap();
+    }
+
+    #[test]
+    fn the_frame_rate_steps_down_only_from_20_fps() {
+        let picture = |fps: u32, on: bool| {
+            let mut c = Config::default();
+            c.video.fps = fps;
+            c.video.frame_rate_step_down = on;
+            c.validate().unwrap().picture.frame_rate_step_down
+        };
+        assert!(picture(30, true), "on by default at 30 fps");
+        assert!(picture(20, true));
+        assert!(!picture(15, true), "7.5 fps is no picture to fall back on");
+        assert!(!picture(30, false));
     }
 
     /// A table of bad inputs and the message each must give (MediaMTX `TestConfErrors` style).

@@ -14,12 +14,15 @@
 //!
 //! 0. **a capacity drop** (a queue, or packets in flight beyond the round trip, while the ACK
 //!    rate of the last 100 ms is under 80 % of the rate and of what was sent, twice in a row,
-//!    not from ACKs that stalled unless resends are many; packets counted by libsrt's bytes):
-//!    that ACK rate is the new capacity (before the bottleneck's first
-//!    loss the ACKs come as it lets packets through); the rate goes at once to 75 % of it, and
-//!    the connection is paced at most at 85 % of it while the queue drains, then at all of it
-//!    until what waits at home has left ([`super::RateDecision::send_cap_kbps`]): libsrt's
-//!    pacing by the input rate would go on sending the old rate into the bottleneck for a second;
+//!    not from ACKs that stalled unless the receiver reports many losses or libsrt resends
+//!    many; packets counted by libsrt's bytes): that ACK rate is the new capacity (before the
+//!    bottleneck's first loss the ACKs come as it lets packets through); the rate goes at once
+//!    to 75 % of it, and the connection is capped under it while the queue drains, then at it
+//!    until what waits at home has left, with room for the resends owed
+//!    ([`super::cap::DropCap`]): libsrt's pacing by the input rate would go on sending the old
+//!    rate into the bottleneck for a second. Where 75 % of the link is under the floor, the
+//!    rate may go under it, to the stream the encoder makes at half the frame rate
+//!    ([`super::Bounds::least_kbps`]); rises take it back over;
 //! 1. **overload** (a packet given up, or the queue or the backlog past a third of the SRT
 //!    latency: the next packets will be too late): the rate goes to 80 % of what the link
 //!    delivered (and at least 30 % lower, at most halved), once per round trip; in a
@@ -46,12 +49,11 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::cap::DropCap;
 use super::dips::Dips;
-use super::tally::{PacketSize, Tally};
+use super::tally::{BaseRtt, PacketSize, Tally};
 use super::{Bounds, LinkSample, RateDecision, RateLaw, Why, STEP};
 
-/// How long the lowest round trip is remembered.
-const BASE_WINDOW: Duration = Duration::from_secs(10);
 /// How long what the link carried is remembered, for the bound on rises.
 const PROVEN_WINDOW: Duration = Duration::from_secs(5);
 /// What the link delivered is counted over the last round trip, at least this long (an ACK
@@ -62,23 +64,18 @@ const DELIVERED_MAX_WINDOW: Duration = Duration::from_secs(1);
 
 /// The window of the link's rate that reads a capacity drop.
 const RECENT: Duration = Duration::from_millis(100);
-/// In a drop, the most a cut leaves of the link's rate (the queue built meanwhile must drain) ...
+/// In a drop, the most a cut leaves of the link's rate (the queue built meanwhile must drain).
 const EPISODE_CUT: f64 = 0.75;
-/// ... what the connection may send of it while the queue it filled drains ...
-const EPISODE_DRAIN: f64 = 0.85;
-/// ... and after, until what waits at home has left: all of it (pacing by the input rate would
-/// send that at a quarter over the new stream rate, and it went stale there: 72 packets given
-/// up in one rate trace).
-const EPISODE_CAP: f64 = 1.0;
 /// An episode counts as a capacity drop when the link carried under this share of the rate.
 const DROP_SHARE: f64 = 0.8;
 /// Packets in flight beyond the round trip that are no queue: a frame sent as a burst, ms.
 const FLIGHT_SLACK_MS: f64 = 50.0;
 
-/// Resends over 100 ms that random loss does not explain: more than this many packets ...
-const HEAVY_RESENDS: f64 = 3.0;
+/// Losses (or resends) over 100 ms that random loss does not explain: more than this many
+/// packets ...
+const HEAVY_LOSSES: f64 = 3.0;
 /// ... and more than this share of the first sends.
-const HEAVY_RESEND_SHARE: f64 = 0.05;
+const HEAVY_LOSS_SHARE: f64 = 0.05;
 
 /// Our law's state for one connection.
 #[derive(Debug, Clone)]
@@ -92,8 +89,7 @@ pub struct Adaptive {
     acked: Tally,
     acked_total: i64,
     rtt_var: f64,
-    /// (start of a second, lowest round trip in it).
-    base: VecDeque<(Duration, f64)>,
+    base: BaseRtt,
     /// (time, delivered) once per step, for the last PROVEN_WINDOW.
     proven: VecDeque<(Duration, f64)>,
     last_cut: Option<Duration>,
@@ -117,6 +113,8 @@ pub struct Adaptive {
     acked_before: i64,
     /// (time, packets sent again so far), for the last DELIVERED_MAX_WINDOW.
     resends: Tally,
+    /// (time, packets reported lost so far), for the last DELIVERED_MAX_WINDOW.
+    losses: Tally,
     /// The dips of the last 30 s, for the bound on rises.
     dips: Dips,
     /// What a packet sent for the first time carries lately.
@@ -125,6 +123,10 @@ pub struct Adaptive {
     made: Tally,
     /// In a drop, what the encoder has made since it followed the cut, kbit/s.
     made_kbps: Option<f64>,
+    /// Packets reported lost less those sent again or given up, so far ...
+    owing: Tally,
+    /// ... and what that gained over the last second: the resends owed, kbit.
+    owed_kbit: f64,
 }
 
 /// How long the encoder takes to follow a cut (the frames in the making), before what it makes
@@ -142,7 +144,7 @@ impl Adaptive {
             acked: Tally::default(),
             acked_total: 0,
             rtt_var: 0.0,
-            base: VecDeque::new(),
+            base: BaseRtt::default(),
             proven: VecDeque::new(),
             last_cut: None,
             pressure_at_cut: 0.0,
@@ -156,51 +158,43 @@ impl Adaptive {
             low_before: false,
             acked_before: 0,
             resends: Tally::default(),
+            losses: Tally::default(),
             dips: Dips::default(),
             packet: PacketSize::default(),
             made: Tally::default(),
             made_kbps: None,
+            owing: Tally::default(),
+            owed_kbit: 0.0,
         }
     }
 
-    fn base_rtt(&self) -> f64 {
-        self.base.iter().map(|&(_, r)| r).fold(f64::INFINITY, f64::min)
-    }
-
-    fn note_rtt(&mut self, rtt: f64, now: Duration) {
-        let second = Duration::from_secs(now.as_secs());
-        match self.base.back_mut() {
-            Some((t, r)) if *t == second => *r = r.min(rtt),
-            _ => self.base.push_back((second, rtt)),
-        }
-        while self.base.front().is_some_and(|&(t, _)| now.saturating_sub(t) > BASE_WINDOW) {
-            self.base.pop_front();
+    /// The least rate now: under the floor of the full frame rate (the frame rate stepped down)
+    /// in a drop whose link carries less than the floor needs after the drop's cut, and once
+    /// under it, until rises bring the rate back over it.
+    fn floor(&self) -> f64 {
+        let starved = self.episode_kbps.is_some_and(|e| e * EPISODE_CUT < self.bounds.min_kbps);
+        if starved || self.rate < self.bounds.min_kbps {
+            self.bounds.least_kbps
+        } else {
+            self.bounds.min_kbps
         }
     }
 
     fn decide(&mut self, rate: f64, why: Why) -> RateDecision {
-        self.rate = rate.clamp(self.bounds.min_kbps, self.bounds.max_kbps);
+        self.rate = rate.clamp(self.floor(), self.bounds.max_kbps);
         let why = match why {
             Why::Rising { .. } if self.rate >= self.bounds.max_kbps => Why::AtMaximum,
             w => w,
         };
-        // In a drop the connection sends at most what the link carries, under it while the
-        // queue the drop filled drains; and always 10 % over the stream as sent, headers and
-        // all (libsrt's cap counts them: 5-8 % at the floor, where packets are short), for its
-        // resends. libsrt 1.5 sends no resend while a packet waits for its first send: a cap at
-        // the stream's own rate kept the packets lost in a 4G fade from ever being sent again
-        // (none in 1.2 s of a rate trace, 39 given up). Not 25 %: over a cut to 75 % of the
-        // link that is 94 % of it, and the queue of a drop on the steps trace did not drain.
-        let draining = self.draining;
-        let headers = self.packet.header_factor();
-        // (And over what the encoder makes, when it makes more than its rate says, as it does
-        // at the floor: 0.9 Mbit/s at a stream rate of 0.66 in a rate trace, whose backlog at
-        // home then grew for a second, and no resend went out.)
-        let made = self.made_kbps.unwrap_or(0.0);
-        let send_cap_kbps = self.episode_kbps.map(|e| {
-            let share = if draining { EPISODE_DRAIN } else { EPISODE_CAP };
-            // (Not over the link for it: past that, holding back changes nothing.)
-            (e * share).max(self.rate * headers * 1.1).max((made * 1.1).min(e))
+        let send_cap_kbps = self.episode_kbps.map(|link_kbps| {
+            DropCap {
+                link_kbps,
+                draining: self.draining,
+                stream_kbps: self.rate * self.packet.header_factor(),
+                made_kbps: self.made_kbps.unwrap_or(0.0),
+                owed_kbit: self.owed_kbit,
+            }
+            .kbps()
         });
         RateDecision { stream_kbps: self.rate, why, send_cap_kbps }
     }
@@ -210,7 +204,7 @@ impl RateLaw for Adaptive {
     fn step(&mut self, s: &LinkSample, now: Duration) -> RateDecision {
         let Some((p, then)) = self.prev.replace((*s, now)) else {
             self.first = now;
-            self.note_rtt(s.rtt_ms, now);
+            self.base.note(s.rtt_ms, now);
             return RateDecision { stream_kbps: self.rate, why: Why::Start, send_cap_kbps: None };
         };
         let dt = now.saturating_sub(then).as_secs_f64();
@@ -236,7 +230,10 @@ impl RateLaw for Adaptive {
         self.sends.record(now, self.sends_total);
         self.made.record(now, self.sends_total + (s.send_buffer_packets - s.flight_packets).max(0));
         self.resends.record(now, s.packets_retransmitted);
+        self.losses.record(now, s.packets_lost);
         self.acked.record(now, self.acked_total);
+        self.owing.record(now, s.packets_lost - s.packets_retransmitted - s.packets_dropped);
+        self.owed_kbit = self.owing.gained().max(0) as f64 * kbit_per_packet;
         // In a drop, what the encoder makes once it followed the cut (its frames in the making
         // still come at the old rate for a moment): the cap must not hold that back.
         self.made_kbps = self
@@ -251,14 +248,16 @@ impl RateLaw for Adaptive {
         let kbps = |packets_per_s: f64| packets_per_s * kbit_per_packet;
         let recent = self.acked.over_at_least(RECENT, dt).map(kbps);
         let recent_sends = self.sends.over_at_least(RECENT, dt).map(kbps);
-        // Resends over the last 100 ms, beyond what random loss makes (a packet now and then):
-        // the bottleneck is dropping at its tail, the link carries less than is sent. (libsrt
-        // then resends more than the link carried: 1.3-4.2 Mbit/s of resends into a 4G fade of
-        // 0.85 in a rate trace.)
-        let recent_resends = self.resends.over_at_least(RECENT, dt).map_or(0.0, kbps);
-        let heavy_resends = recent_resends
-            > (HEAVY_RESENDS * kbit_per_packet / RECENT.as_secs_f64())
-                .max(recent_sends.unwrap_or(0.0) * HEAVY_RESEND_SHARE);
+        // Packets reported lost or sent again over the last 100 ms, beyond what random loss
+        // makes (a packet now and then): the bottleneck is dropping at its tail, the link carries
+        // less than is sent. The receiver's reports come first: libsrt holds resends back while
+        // new packets wait (a fade went unread for 700 ms in a rate trace, its ACKs stalled and
+        // no resend went out), then resends more than the link carries (1.3-4.2 Mbit/s into a
+        // 4G fade of 0.85).
+        let per_s = |t: &Tally| t.over_at_least(RECENT, dt).map_or(0.0, kbps);
+        let heavy_losses = per_s(&self.resends).max(per_s(&self.losses))
+            > (HEAVY_LOSSES * kbit_per_packet / RECENT.as_secs_f64())
+                .max(recent_sends.unwrap_or(0.0) * HEAVY_LOSS_SHARE);
         // The link's rate over the last round trip (at least DELIVERED_MIN_WINDOW).
         let window =
             Duration::from_secs_f64(s.rtt_ms.max(0.0) / 1000.0).clamp(DELIVERED_MIN_WINDOW, DELIVERED_MAX_WINDOW);
@@ -277,10 +276,10 @@ impl RateLaw for Adaptive {
         while self.proven.front().is_some_and(|&(t, _)| now.saturating_sub(t) > PROVEN_WINDOW) {
             self.proven.pop_front();
         }
-        self.note_rtt(s.rtt_ms, now);
+        self.base.note(s.rtt_ms, now);
 
         let latency = if s.latency_ms > 0.0 { s.latency_ms } else { 120.0 };
-        let base = self.base_rtt();
+        let base = self.base.lowest();
         let queue = (s.rtt_ms - base).max(0.0);
         // The backlog: how long what waits in the send buffer takes to leave at the link's rate,
         // beyond the round trip it always holds and the ACK period. Counted in packets, not by
@@ -312,7 +311,7 @@ impl RateLaw for Adaptive {
         let flight_queue = (flight_ms - s.rtt_ms - FLIGHT_SLACK_MS).max(0.0);
         let pressed = flight_queue > queue_limit
             || dropped
-            || heavy_resends
+            || heavy_losses
             || s.rtt_ms >= latency / 3.0
             || backlog > latency / 2.0
             || queue > queue_limit
@@ -331,7 +330,7 @@ impl RateLaw for Adaptive {
             // sets what is acknowledged).
             let early = now.saturating_sub(self.episode_start) <= 3 * STEP;
             if let Some(r) = recent.filter(|&r| early && !stalled && r < e && r >= e * 0.5) {
-                self.episode_kbps = Some(r.max(self.bounds.min_kbps));
+                self.episode_kbps = Some(r.max(self.bounds.least_kbps));
             }
             self.low_before = false;
         } else if let (true, Some(recent), Some(recent_sends)) = (pressed && known, recent, recent_sends) {
@@ -341,14 +340,14 @@ impl RateLaw for Adaptive {
             // came a moment late, read low once.
             // (ACKs that stalled behind the drop's losses say nothing of the link's rate: then
             // what the last round trip carried.)
-            let link = if stalled { carried } else { recent.min(carried) }.max(self.bounds.min_kbps);
+            let link = if stalled { carried } else { recent.min(carried) }.max(self.bounds.least_kbps);
             // Not from ACKs that stalled: a lost packet holds the cumulative ACK back until its
             // resend arrives, a link carrying nothing for a round trip (a false drop on a free
-            // 5 Mbit/s link in a rate trace), unless resends are many (then they are the drop's).
+            // 5 Mbit/s link in a rate trace), unless losses are many (then they are the drop's).
             // A resend alone is no reason to wait: on a 4G link's random loss one goes out every
             // few hundred ms, and waiting a round trip after each held a fade to a sixth of the
             // rate unread for 700 ms in a rate trace, while its queue overflowed.
-            let low = link < self.rate * DROP_SHARE && link < recent_sends * DROP_SHARE && (!stalled || heavy_resends);
+            let low = link < self.rate * DROP_SHARE && link < recent_sends * DROP_SHARE && (!stalled || heavy_losses);
             let confirmed = low && self.low_before;
             self.low_before = low;
             if confirmed {
@@ -381,7 +380,12 @@ impl RateLaw for Adaptive {
         // (In a drop, what waits at home is the cap's doing and leaves at the link's rate: it
         // calls for no cut of its own.)
         let home = if self.episode_kbps.is_some() { 0.0 } else { backlog };
-        if dropped || s.rtt_ms >= latency / 3.0 || home > latency / 2.0 {
+        // (And packets in flight a third of the latency over the round trip, when no drop
+        // reads the link: its ACKs stalled behind the fade's tail drops, whose losses the
+        // receiver sees only when later packets leave the queue, and the round trip is frozen
+        // without ACKs; a fade from 3.6 to 1.4 Mbit/s went unread for 700 ms in a rate trace.)
+        let flight_over = self.episode_kbps.is_none() && flight_queue >= latency / 3.0;
+        if dropped || s.rtt_ms >= latency / 3.0 || home > latency / 2.0 || flight_over {
             let due = since_cut.is_none_or(|t| t >= round_trip.max(Duration::from_millis(250)));
             if due && !relieved {
                 self.last_cut = Some(now);
@@ -399,7 +403,7 @@ impl RateLaw for Adaptive {
                 // The send cap of a drop follows the cut: resends and all at the old link's
                 // rate would keep the new one's queue full.
                 if dropped {
-                    let cut = rate.clamp(self.bounds.min_kbps, self.bounds.max_kbps);
+                    let cut = rate.clamp(self.floor(), self.bounds.max_kbps);
                     self.episode_kbps = self.episode_kbps.map(|e| e.min(cut / EPISODE_CUT));
                 }
                 let d = self.decide(rate, Why::Overload { link_kbps: delivered, send_buffer_ms: s.send_buffer_ms });
@@ -413,7 +417,7 @@ impl RateLaw for Adaptive {
             // further cut would only overshoot.
             // (And ACKs that stalled with nothing lost swell the backlog and shrink what the
             // link seems to carry: unless the round trip shows a queue, that waits.)
-            let unseen = stalled && !heavy_resends && queue <= queue_limit;
+            let unseen = stalled && !heavy_losses && queue <= queue_limit;
             let draining = relieved || (known && self.rate <= carried * 0.9) || unseen;
             if !draining && since_cut.is_none_or(|t| t >= round_trip + Duration::from_millis(100)) {
                 self.last_cut = Some(now);
@@ -527,6 +531,7 @@ mod tests {
                 bytes_sent: self.sent * PACKET_BYTES as i64,
                 bytes_retransmitted: self.retransmitted * PACKET_BYTES as i64,
                 packets_dropped: self.dropped,
+                packets_lost: self.lost,
                 bandwidth_mbps: capacity_kbps / 1000.0,
                 send_rate_mbps: rate_kbps / 1000.0,
                 latency_ms: self.latency_ms,
@@ -545,7 +550,7 @@ mod tests {
 
     /// Runs the law against the bottleneck over `capacity(t)` for `seconds`.
     fn run(link: &mut Bottleneck, start_kbps: f64, seconds: f64, capacity: impl Fn(f64) -> f64) -> Run {
-        let bounds = Bounds { min_kbps: 500.0, max_kbps: 8000.0, start_kbps };
+        let bounds = Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 8000.0, start_kbps };
         let mut law = Adaptive::new(bounds);
         let mut rate = start_kbps;
         let mut rates = Vec::new();
@@ -660,7 +665,8 @@ mod tests {
     /// A law after 5 s at 5 Mbit/s (24 packets a step, all acknowledged) on a link with room,
     /// and its counters.
     fn at_5_mbps_on_a_free_link() -> (Adaptive, Counters) {
-        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut law =
+            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
         let mut c = Counters::new();
         c.s.flight_packets = 28;
         for i in 0..100u32 {
@@ -690,7 +696,8 @@ mod tests {
 
     #[test]
     fn a_capacity_drop_is_read_from_the_acks_and_paced_under_at_once() {
-        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
+        let mut law =
+            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
         let mut c = Counters::new();
         c.s.flight_packets = 34;
         // 5 s at 6 Mbit/s on a link with room (28 packets a step, all acknowledged).
@@ -719,7 +726,8 @@ mod tests {
     fn a_drop_is_read_in_the_bytes_sent_not_in_full_packets() {
         // 2 Mbit/s in short packets of 650 bytes (at a low rate most are a frame's last), 19 a
         // step: counted at 1316 bytes each, a link that carries half of them would read as 2.
-        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 2000.0, start_kbps: 2000.0 });
+        let mut law =
+            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 2000.0, start_kbps: 2000.0 });
         let mut c = Counters::new();
         c.packet_bytes = 650;
         c.s.flight_packets = 28;
@@ -777,21 +785,35 @@ mod tests {
         }
     }
 
+    /// A free link at 5 Mbit/s whose ACKs stop for `steps` steps with nothing lost (the
+    /// receiver or the way back held them), then all come at once: the decisions.
+    fn acks_stalled_for(steps: u32) -> Vec<RateDecision> {
+        let (mut law, mut c) = at_5_mbps_on_a_free_link();
+        (100..110 + steps)
+            .map(|i| {
+                let acked = match i - 100 {
+                    n if n < steps => 0,
+                    n if n == steps => 24 * (steps as i64 + 1),
+                    _ => 24,
+                };
+                law.step(&c.step(24, acked, f64::INFINITY, 28), STEP * i)
+            })
+            .collect()
+    }
+
     #[test]
     fn acks_that_stall_without_a_loss_are_no_capacity_drop() {
-        // A free link at 5 Mbit/s; the ACKs stop for 250 ms with nothing lost (the receiver or
-        // the way back held them), then all come at once.
-        let (mut law, mut c) = at_5_mbps_on_a_free_link();
-        for i in 100..110u32 {
-            let acked = match i {
-                100..=104 => 0,
-                105 => 24 * 6,
-                _ => 24,
-            };
-            let d = law.step(&c.step(24, acked, f64::INFINITY, 28), STEP * i);
+        // 100 ms: nothing at all.
+        for (i, d) in acks_stalled_for(2).iter().enumerate() {
             assert_eq!(d.send_cap_kbps, None, "step {i}: {:?}", d.why);
             assert!(d.stream_kbps >= 5000.0 * 0.9, "step {i}: cut to {} ({:?})", d.stream_kbps, d.why);
         }
+        // 300 ms (the packets in flight a third of the 500 ms latency over the round trip):
+        // whatever held them, they are in danger: an overload's cut (at most halved), no drop.
+        let long = acks_stalled_for(6);
+        assert!(long.iter().all(|d| d.send_cap_kbps.is_none()), "no drop read from a stall");
+        let lowest = long.iter().map(|d| d.stream_kbps).fold(f64::INFINITY, f64::min);
+        assert!((2500.0..=3500.0).contains(&lowest), "one cut, to {lowest}");
     }
 
     #[test]
@@ -813,6 +835,59 @@ mod tests {
         let (steps, d) = reacted.expect("a drop read within 300 ms");
         assert!(steps <= 3, "read {steps} steps after the drop");
         assert!(d.stream_kbps < 5000.0 * 0.8, "cut to {}", d.stream_kbps);
+    }
+
+    #[test]
+    fn a_drop_with_many_losses_reported_is_read_before_any_resend_goes_out() {
+        // The ACKs stop and the receiver reports many packets lost (the bottleneck drops at its
+        // tail), but libsrt sends none again (new packets wait: it holds resends back then).
+        let (mut law, mut c) = at_5_mbps_on_a_free_link();
+        let mut reacted = None;
+        for i in 100..106u32 {
+            c.s.packets_lost += 6;
+            let d = law.step(&c.step(24, if i < 103 { 0 } else { 4 }, 800.0, 28), STEP * i);
+            if reacted.is_none() && d.send_cap_kbps.is_some() {
+                reacted = Some((i - 100, d));
+            }
+        }
+        let (steps, d) = reacted.expect("a drop read within 300 ms");
+        assert!(steps <= 3, "read {steps} steps after the drop");
+        assert!(d.stream_kbps < 5000.0 * 0.8, "cut to {}", d.stream_kbps);
+    }
+
+    /// A law between a floor of 660 (the stream of 500 kbit/s of video) and 5 Mbit/s that may
+    /// step the frame rate down to 400, after 5 s at 5 Mbit/s on a free link; then the link
+    /// falls to `link_kbps`: the lowest rate it chose in the next 3 s.
+    fn lowest_after_a_drop_to(link_kbps: f64) -> f64 {
+        let mut law =
+            Adaptive::new(Bounds { min_kbps: 660.0, least_kbps: 400.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut c = Counters::new();
+        c.s.flight_packets = 28;
+        for i in 0..100u32 {
+            law.step(&c.step(24, 24, 20_000.0, 28), STEP * i);
+        }
+        // The encoder sends what the law asks for; the link carries `link_kbps` of it, the rest
+        // queues (the packets in flight beyond the free link's 28).
+        let per_step = |kbps: f64| (kbps * STEP.as_secs_f64() / (PACKET_BYTES * 8.0 / 1000.0)).round() as i64;
+        let (mut rate, mut lowest) = (5000.0, f64::INFINITY);
+        for i in 100..160u32 {
+            let sent = per_step(rate);
+            let acked = (c.s.flight_packets + sent - 28).clamp(0, per_step(link_kbps));
+            rate = law.step(&c.step(sent, acked, link_kbps, 28), STEP * i).stream_kbps;
+            lowest = lowest.min(rate);
+        }
+        lowest
+    }
+
+    #[test]
+    fn a_link_under_the_floor_steps_the_frame_rate_down_and_one_over_it_does_not() {
+        // 0.5 Mbit/s: the floor's 660 does not fit; under it, not under the least.
+        let under = lowest_after_a_drop_to(500.0);
+        assert!((400.0..660.0).contains(&under), "at 0.5 Mbit/s the lowest rate was {under}");
+        // 1.2 Mbit/s carries the floor with room (a cut to 75 % of it is over 660): the full
+        // frame rate stays.
+        let over = lowest_after_a_drop_to(1200.0);
+        assert!(over >= 660.0, "at 1.2 Mbit/s the lowest rate was {over}");
     }
 
     #[test]
@@ -844,7 +919,8 @@ mod tests {
     #[test]
     fn loss_without_a_queue_does_not_lower_the_rate() {
         // A radio link: the retransmissions count, nothing queues.
-        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut law =
+            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
         let mut s = LinkSample { rtt_ms: 60.0, send_buffer_ms: 90.0, latency_ms: 500.0, ..LinkSample::default() };
         for i in 0..600u32 {
             s.packets_sent += 24;
@@ -859,7 +935,8 @@ mod tests {
     fn a_connection_that_starts_on_a_keyframe_burst_is_cut_by_its_rate_not_sent_to_the_floor() {
         // The first second: a round trip swollen by the first keyframe, and hardly anything
         // acknowledged yet (so what the link "delivered" reads near zero).
-        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
+        let mut law =
+            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
         let mut s = LinkSample { rtt_ms: 60.0, send_buffer_ms: 90.0, latency_ms: 500.0, ..LinkSample::default() };
         let mut lowest = f64::MAX;
         for i in 0..20u32 {
@@ -886,7 +963,8 @@ mod tests {
 
     #[test]
     fn a_packet_given_up_cuts_at_once_and_says_so() {
-        let mut law = Adaptive::new(Bounds { min_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut law =
+            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
         let mut s = LinkSample { rtt_ms: 60.0, send_buffer_ms: 90.0, latency_ms: 500.0, ..LinkSample::default() };
         for i in 0..40u32 {
             s.packets_sent += 24;

@@ -9,6 +9,7 @@
 //! The loop that samples libsrt and applies the result is in `encoder_role`.
 
 pub mod adaptive;
+mod cap;
 mod dips;
 mod tally;
 
@@ -61,6 +62,10 @@ pub struct LinkSample {
     pub bytes_retransmitted: i64,
     /// Packets the sender gave up on (too late to be played) so far.
     pub packets_dropped: i64,
+    /// Packets the receiver reported lost so far (its NAKs; each counted once until it is sent
+    /// again). 0 where unknown (older traces).
+    #[serde(default)]
+    pub packets_lost: i64,
     /// libsrt's estimate of the link's capacity, Mbit/s (packet pairs; noisy).
     pub bandwidth_mbps: f64,
     /// libsrt's current send rate, Mbit/s.
@@ -81,6 +86,7 @@ impl From<&SrtStats> for LinkSample {
             bytes_sent: s.bytes_sent,
             bytes_retransmitted: s.bytes_retransmitted,
             packets_dropped: s.packets_dropped,
+            packets_lost: s.packets_lost,
             bandwidth_mbps: s.bandwidth_mbps,
             send_rate_mbps: s.send_rate_mbps,
             latency_ms: s.negotiated_latency_ms as f64,
@@ -173,8 +179,12 @@ pub type LawFactory = Box<dyn Fn(Bounds) -> Box<dyn RateLaw> + Send>;
 /// What a law may choose between, and where it starts (stream rates, kbit/s).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bounds {
-    /// The floor.
+    /// The floor at the full frame rate.
     pub min_kbps: f64,
+    /// The least with the frame rate stepped down (one frame in two at the floor's bits a
+    /// frame), for a link that carries less than the floor; `min_kbps` where the frame rate
+    /// stays.
+    pub least_kbps: f64,
     /// The ceiling (the configured bitrate).
     pub max_kbps: f64,
     /// Where to start.
@@ -190,6 +200,9 @@ pub struct RateStatus {
     pub max_video_kbps: u32,
     /// The floor, kbit/s.
     pub min_video_kbps: u32,
+    /// The encoder is given one frame in this many: 2 while the frame rate is stepped down
+    /// under the floor, else 1.
+    pub one_frame_in: u32,
     /// Why, in words ("link carries 2.1 Mbit/s: holding").
     pub reason: String,
     /// Why, typed.
@@ -221,6 +234,10 @@ pub struct RateControl {
     send_cap_kbps: Option<f64>,
     /// A connection was seen (the next ones start at the rate in use).
     connected: bool,
+    /// Under the floor, one frame in two ([`Self::with_frame_rate_step_down`]).
+    step_down: bool,
+    /// The frame rate last handed out (one frame in so many).
+    frames_set: u32,
 }
 
 impl RateControl {
@@ -234,6 +251,7 @@ impl RateControl {
             reason: Why::Start.to_string(),
             why: Why::Start,
             link: None,
+            one_frame_in: 1,
         };
         Self {
             laws: HashMap::new(),
@@ -247,6 +265,8 @@ impl RateControl {
             send_cap_kbps: None,
             recorder: None,
             connected: false,
+            step_down: false,
+            frames_set: 1,
         }
     }
 
@@ -266,7 +286,24 @@ impl RateControl {
     /// dropped as too late; pacing at what the link had carried let SRT resend the packets of a
     /// capacity drop again and again at the old speed, which kept the queue full for seconds.)
     pub fn min_input_bytes_per_s(&self) -> i64 {
-        (self.stream_of(f64::from(self.video_kbps)) * 125.0) as i64
+        let video = f64::from(self.video_kbps) / f64::from(self.status.one_frame_in);
+        (self.stream_of(video) * 125.0) as i64
+    }
+
+    /// Under the floor, the frame rate steps down: the law may go to the stream of half the
+    /// floor's video, which the encoder makes at the floor's bitrate from one frame in two.
+    pub fn with_frame_rate_step_down(mut self, on: bool) -> Self {
+        self.step_down = on;
+        self
+    }
+
+    /// The frame rate to hand to the encoder (one frame in so many) when it changed.
+    pub fn frame_rate_change(&mut self) -> Option<u32> {
+        let n = self.status.one_frame_in;
+        (n != self.frames_set).then(|| {
+            self.frames_set = n;
+            n
+        })
     }
 
     /// The pacing to hand to the SRT outputs when it moved by 10 % since the last time (once
@@ -297,9 +334,14 @@ impl RateControl {
         (video_kbps + f64::from(self.audio_kbps)) * TS_OVERHEAD
     }
 
-    fn video_of(&self, stream_kbps: f64) -> u32 {
+    /// The encoder's bitrate and frame rate (one frame in so many) for a stream rate: under the
+    /// floor's stream, with the step-down, one frame in two at twice the video wanted (x264
+    /// budgets a frame at its bitrate over the configured frame rate).
+    fn video_of(&self, stream_kbps: f64) -> (u32, u32) {
         let v = stream_kbps / TS_OVERHEAD - f64::from(self.audio_kbps);
-        (v.round().max(0.0) as u32).clamp(self.min_video_kbps, self.max_video_kbps)
+        let floor = self.stream_of(f64::from(self.min_video_kbps));
+        let (v, n) = if self.step_down && stream_kbps < floor - 0.5 { (v * 2.0, 2) } else { (v, 1) };
+        ((v.round().max(0.0) as u32).clamp(self.min_video_kbps, self.max_video_kbps), n)
     }
 
     /// One step: a sample of every live connection, keyed by a name that stays the same for
@@ -310,13 +352,14 @@ impl RateControl {
         self.laws.retain(|k, _| links.iter().any(|(n, _)| n == k));
         let min_kbps = self.stream_of(f64::from(self.min_video_kbps));
         let max_kbps = self.stream_of(f64::from(self.max_video_kbps));
+        let least_kbps = if self.step_down { self.stream_of(f64::from(self.min_video_kbps) / 2.0) } else { min_kbps };
         let start_kbps = if self.connected {
-            self.stream_of(f64::from(self.video_kbps))
+            self.stream_of(f64::from(self.video_kbps) / f64::from(self.status.one_frame_in))
         } else {
             (max_kbps * START_SHARE).max(min_kbps)
         };
         self.connected |= !links.is_empty();
-        let bounds = Bounds { min_kbps, max_kbps, start_kbps };
+        let bounds = Bounds { min_kbps, least_kbps, max_kbps, start_kbps };
         let mut lowest: Option<(RateDecision, &str)> = None;
         // The lowest send cap any connection's law asks for.
         let mut cap: Option<f64> = None;
@@ -339,14 +382,19 @@ impl RateControl {
         }
         self.send_cap_kbps = cap;
         let (decision, link) = lowest?;
-        let video = self.video_of(decision.stream_kbps);
+        let (video, one_in) = self.video_of(decision.stream_kbps);
         self.status.why = decision.why;
         self.status.reason = decision.why.to_string();
+        if one_in > 1 {
+            self.status.reason.push_str(", at half the frame rate");
+        }
+        let stepped = one_in != self.status.one_frame_in;
+        self.status.one_frame_in = one_in;
         self.status.link = Some(link.to_string());
         let change = video.abs_diff(self.video_kbps);
         let worth = change >= 50 || f64::from(change) >= f64::from(self.video_kbps) * 0.02;
         let at_edge = video != self.video_kbps && (video == self.min_video_kbps || video == self.max_video_kbps);
-        if worth || at_edge {
+        if worth || at_edge || stepped {
             self.video_kbps = video;
             self.status.video_kbps = video;
             Some(video)
@@ -448,6 +496,36 @@ mod tests {
         assert_eq!(rc.pacing_change(), None);
         rc.step(&links[2..], STEP);
         assert_eq!(rc.pacing_change(), by_input(824.0 + 128.0), "the capped connections are gone");
+    }
+
+    #[test]
+    fn under_the_floor_the_frame_rate_steps_down_at_the_floors_bits_a_frame() {
+        // A floor of 500 kbit/s of video (659 of stream); the law asks for 450 of stream.
+        let factory: LawFactory = Box::new(|b: Bounds| {
+            // With the step-down the law may go to the stream of half the floor: (250 + 128) x 1.05.
+            assert!((b.least_kbps - 396.9).abs() < 0.01, "least {}", b.least_kbps);
+            Box::new(Fixed(450.0)) as Box<dyn RateLaw>
+        });
+        let mut rc = RateControl::new(factory, 500, 4000, 128).with_frame_rate_step_down(true);
+        let links = vec![("a".to_string(), LinkSample::default())];
+        // 450 / 1.05 - 128 = 300.6 of video, made from one frame in two at twice that.
+        assert_eq!(rc.step(&links, Duration::ZERO), Some(601));
+        assert_eq!(rc.status().one_frame_in, 2);
+        assert_eq!(rc.status().reason, "link carries 0.5 Mbit/s: holding, at half the frame rate");
+        assert_eq!(rc.frame_rate_change(), Some(2));
+        assert_eq!(rc.frame_rate_change(), None, "handed out once");
+        // SRT's pacing assumes the stream as made: (300.5 + 128) x 1.05 kbit/s.
+        assert_eq!(rc.min_input_bytes_per_s(), 56_240);
+
+        // Without the step-down: the floor, every frame.
+        let factory: LawFactory = Box::new(|b: Bounds| {
+            assert_eq!(b.least_kbps, b.min_kbps);
+            Box::new(Fixed(450.0)) as Box<dyn RateLaw>
+        });
+        let mut rc = RateControl::new(factory, 500, 4000, 128);
+        assert_eq!(rc.step(&links, Duration::ZERO), Some(500));
+        assert_eq!(rc.status().one_frame_in, 1);
+        assert_eq!(rc.frame_rate_change(), None);
     }
 
     #[test]

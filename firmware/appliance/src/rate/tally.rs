@@ -54,6 +54,14 @@ impl Tally {
         self.per_second(Some(front), min_s)
     }
 
+    /// What the total gained over the second kept (0: a single point).
+    pub(super) fn gained(&self) -> i64 {
+        match (self.points.front(), self.points.back()) {
+            (Some(&(_, a)), Some(&(_, b))) => b - a,
+            _ => 0,
+        }
+    }
+
     /// Packets a second since the first point at `from` or later, over at least `span` seconds
     /// (none: not that long yet).
     pub(super) fn since(&self, from: Duration, span: f64) -> Option<f64> {
@@ -61,6 +69,35 @@ impl Tally {
         let first = self.points.iter().find(|&&(t, _)| t >= from).copied()?;
         (t1.saturating_sub(first.0).as_secs_f64() >= span).then_some(())?;
         self.per_second(Some(first), span).map(|r| r.max(0.0))
+    }
+}
+
+/// How long the lowest round trip is remembered.
+const BASE_WINDOW: Duration = Duration::from_secs(10);
+
+/// The lowest round trip of the last 10 s: the link's own, without a queue.
+#[derive(Debug, Clone, Default)]
+pub(super) struct BaseRtt {
+    /// (start of a second, lowest round trip in it), oldest first.
+    seconds: VecDeque<(Duration, f64)>,
+}
+
+impl BaseRtt {
+    /// A round trip measured at `now`, ms.
+    pub(super) fn note(&mut self, rtt: f64, now: Duration) {
+        let second = Duration::from_secs(now.as_secs());
+        match self.seconds.back_mut() {
+            Some((t, r)) if *t == second => *r = r.min(rtt),
+            _ => self.seconds.push_back((second, rtt)),
+        }
+        while self.seconds.front().is_some_and(|&(t, _)| now.saturating_sub(t) > BASE_WINDOW) {
+            self.seconds.pop_front();
+        }
+    }
+
+    /// The lowest, ms (infinite before any).
+    pub(super) fn lowest(&self) -> f64 {
+        self.seconds.iter().map(|&(_, r)| r).fold(f64::INFINITY, f64::min)
     }
 }
 

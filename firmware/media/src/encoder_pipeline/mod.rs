@@ -22,7 +22,7 @@ pub use settings::{EncoderCounters, EncoderSettings, PreviewSlot, PREVIEW_WIDTH}
 pub(crate) use sources::add_jpeg_branch;
 use sources::{add_preview, add_video_source};
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,6 +42,8 @@ pub struct EncoderPipeline {
     kind: EncoderKind,
     /// x264's rate buffer across cuts (x264enc only).
     rate_buffer: Option<Arc<encode::RateBuffer>>,
+    /// Which frames go on to the encoder.
+    frames: Arc<FrameGate>,
     counters: Arc<EncoderCounters>,
     capture: Option<CapturePlan>,
     frame_input: Option<gst_app::AppSrc>,
@@ -52,6 +54,7 @@ impl EncoderPipeline {
     pub fn build(settings: &EncoderSettings, fanout: TsFanout) -> Result<Self, MediaError> {
         let pipeline = gst::Pipeline::with_name("encoder");
         let counters = Arc::new(EncoderCounters::default());
+        let frames = Arc::new(FrameGate::default());
         // The test picture's frames, for its sound's beeps to start with its flashes.
         let grid = crate::lipsync::SharedGrid::default();
 
@@ -61,7 +64,7 @@ impl EncoderPipeline {
             pipeline.add(&src)?;
             (src.clone().upcast::<gst::Element>(), None, Some(src))
         } else {
-            let (tail, capture) = add_video_source(&pipeline, settings, &counters, &grid)?;
+            let (tail, capture) = add_video_source(&pipeline, settings, &counters, &grid, &frames)?;
             (tail, capture, None)
         };
 
@@ -145,6 +148,14 @@ impl EncoderPipeline {
         h264_filter.link(&mux)?;
         mux.link(&appsink)?;
 
+        // A frame rate stepped down: the frames left out go before the encoder (the test
+        // picture's go before its timecode, so that its frame numbers count the frames sent).
+        if settings.frames_from_app || settings.video_source != VideoSource::Test {
+            if let Some(pad) = encoder.static_pad("sink") {
+                frames.attach(&pad, counters.clone());
+            }
+        }
+
         // Count encoded frames and keyframes.
         let c = counters.clone();
         if let Some(pad) = parse.static_pad("src") {
@@ -199,7 +210,7 @@ impl EncoderPipeline {
             source = %settings.video_source,
             "encoder pipeline built"
         );
-        Ok(Self { pipeline, encoder, kind: settings.encoder.kind, rate_buffer, counters, capture, frame_input })
+        Ok(Self { pipeline, encoder, kind: settings.encoder.kind, rate_buffer, frames, counters, capture, frame_input })
     }
 
     /// Starts capturing and encoding.
@@ -267,6 +278,16 @@ impl EncoderPipeline {
         })
     }
 
+    /// A handle that steps the frame rate down while it runs: the encoder is given one frame in
+    /// `n` (1: every frame), the others are left out before it (counted as skipped). With
+    /// x264enc's zero-latency tuning x264 budgets each frame at its bitrate over the configured
+    /// frame rate, so one frame in two at a bitrate makes half of it, each frame as good as
+    /// before; the preview keeps every frame.
+    pub fn frame_rate_setter(&self) -> Arc<dyn Fn(u32) + Send + Sync> {
+        let frames = self.frames.clone();
+        Arc::new(move |n| frames.one_in.store(n.max(1), Ordering::Relaxed))
+    }
+
     /// The pipeline's bus, to watch for errors.
     pub fn bus(&self) -> Option<gst::Bus> {
         self.pipeline.bus()
@@ -288,8 +309,55 @@ impl EncoderPipeline {
     }
 }
 
+/// Which frames go on to the encoder: one in `one_in` (1: all), the others counted as skipped.
+#[derive(Debug)]
+pub(super) struct FrameGate {
+    one_in: AtomicU32,
+    seen: AtomicU64,
+}
+
+impl Default for FrameGate {
+    fn default() -> Self {
+        Self { one_in: AtomicU32::new(1), seen: AtomicU64::new(0) }
+    }
+}
+
+impl FrameGate {
+    /// Leaves out the frames not let through on `pad`, counting them in `counters`.
+    pub(super) fn attach(self: &Arc<Self>, pad: &gst::Pad, counters: Arc<EncoderCounters>) {
+        let gate = self.clone();
+        pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+            let n = gate.seen.fetch_add(1, Ordering::Relaxed);
+            if keeps_frame(n, gate.one_in.load(Ordering::Relaxed)) {
+                gst::PadProbeReturn::Ok
+            } else {
+                counters.frames_skipped.fetch_add(1, Ordering::Relaxed);
+                gst::PadProbeReturn::Drop
+            }
+        });
+    }
+}
+
+/// Whether the frame numbered `index` goes on to the encoder when one frame in `one_in` does.
+fn keeps_frame(index: u64, one_in: u32) -> bool {
+    one_in <= 1 || index.is_multiple_of(u64::from(one_in))
+}
+
 impl Drop for EncoderPipeline {
     fn drop(&mut self) {
         let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keeps_frame;
+
+    #[test]
+    fn one_frame_in_two_keeps_every_other_and_one_keeps_all() {
+        let kept = |one_in| (0..8).filter(|&i| keeps_frame(i, one_in)).collect::<Vec<_>>();
+        assert_eq!(kept(1), [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(kept(2), [0, 2, 4, 6]);
+        assert_eq!(kept(0), [0, 1, 2, 3, 4, 5, 6, 7], "0 is taken as 1");
     }
 }

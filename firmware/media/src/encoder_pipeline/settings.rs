@@ -105,6 +105,9 @@ pub struct EncoderCounters {
     pub video_bytes: AtomicU64,
     /// Frames dropped before the encoder because it could not keep up.
     pub frames_dropped: AtomicU64,
+    /// Frames left out on purpose before the encoder: an adaptive bitrate under its floor keeps
+    /// one frame in two ([`super::EncoderPipeline::frame_rate_setter`]).
+    pub frames_skipped: AtomicU64,
     /// AAC frames encoded.
     pub audio_frames: AtomicU64,
     /// MPEG-TS bytes handed to outputs.

@@ -14,13 +14,14 @@ use crate::error::{make, MediaError};
 use crate::lipsync;
 use crate::timecode::{self, Timecode};
 
-use super::{EncoderCounters, EncoderSettings, PreviewSlot, PREVIEW_WIDTH};
+use super::{EncoderCounters, EncoderSettings, FrameGate, PreviewSlot, PREVIEW_WIDTH};
 
 pub(super) fn add_video_source(
     pipeline: &gst::Pipeline,
     s: &EncoderSettings,
     counters: &Arc<EncoderCounters>,
     grid: &lipsync::SharedGrid,
+    frames: &Arc<FrameGate>,
 ) -> Result<(gst::Element, Option<CapturePlan>), MediaError> {
     let captured = counters.clone();
     let gate = s.signal_gate.clone();
@@ -54,6 +55,7 @@ pub(super) fn add_video_source(
             src.link(&filter)?;
             let pad = filter.static_pad("src").ok_or_else(|| MediaError::Gst("capsfilter has no src pad".into()))?;
             count(&pad);
+            frames.attach(&pad, counters.clone());
             add_timecode_stamp(&pad, s.echo.clone(), grid.clone());
             Ok((filter, None))
         }
