@@ -123,9 +123,9 @@ pub struct Adaptive {
     made: Tally,
     /// In a drop, what the encoder has made since it followed the cut, kbit/s.
     made_kbps: Option<f64>,
-    /// Packets reported lost less those sent again or given up, so far ...
+    /// Packets reported lost less those sent again or given up, so far.
     owing: Tally,
-    /// ... and what that gained over the last second: the resends owed, kbit.
+    /// The resends owed (what `owing` gained over the last second), kbit.
     owed_kbit: f64,
 }
 
@@ -168,9 +168,8 @@ impl Adaptive {
         }
     }
 
-    /// The least rate now: under the floor of the full frame rate (the frame rate stepped down)
-    /// in a drop whose link carries less than the floor needs after the drop's cut, and once
-    /// under it, until rises bring the rate back over it.
+    /// The least rate now: under the full frame rate's floor (stepped down) in a drop whose
+    /// link is too slow for the floor after the drop's cut, and once under, until rises.
     fn floor(&self) -> f64 {
         let starved = self.episode_kbps.is_some_and(|e| e * EPISODE_CUT < self.bounds.min_kbps);
         if starved || self.rate < self.bounds.min_kbps {
@@ -255,9 +254,8 @@ impl RateLaw for Adaptive {
         // no resend went out), then resends more than the link carries (1.3-4.2 Mbit/s into a
         // 4G fade of 0.85).
         let per_s = |t: &Tally| t.over_at_least(RECENT, dt).map_or(0.0, kbps);
-        let heavy_losses = per_s(&self.resends).max(per_s(&self.losses))
-            > (HEAVY_LOSSES * kbit_per_packet / RECENT.as_secs_f64())
-                .max(recent_sends.unwrap_or(0.0) * HEAVY_LOSS_SHARE);
+        let heavy = (HEAVY_LOSSES * kbit_per_packet / 0.1).max(recent_sends.unwrap_or(0.0) * HEAVY_LOSS_SHARE);
+        let heavy_losses = per_s(&self.resends).max(per_s(&self.losses)) > heavy;
         // The link's rate over the last round trip (at least DELIVERED_MIN_WINDOW).
         let window =
             Duration::from_secs_f64(s.rtt_ms.max(0.0) / 1000.0).clamp(DELIVERED_MIN_WINDOW, DELIVERED_MAX_WINDOW);
@@ -380,10 +378,9 @@ impl RateLaw for Adaptive {
         // (In a drop, what waits at home is the cap's doing and leaves at the link's rate: it
         // calls for no cut of its own.)
         let home = if self.episode_kbps.is_some() { 0.0 } else { backlog };
-        // (And packets in flight a third of the latency over the round trip, when no drop
-        // reads the link: its ACKs stalled behind the fade's tail drops, whose losses the
-        // receiver sees only when later packets leave the queue, and the round trip is frozen
-        // without ACKs; a fade from 3.6 to 1.4 Mbit/s went unread for 700 ms in a rate trace.)
+        // (Or, outside a drop, packets in flight a third of the latency over the round trip:
+        // ACKs stalled behind a fade's tail drops freeze the round trip and delay the losses'
+        // reports; a fade from 3.6 to 1.4 Mbit/s went unread so for 700 ms in a rate trace.)
         let flight_over = self.episode_kbps.is_none() && flight_queue >= latency / 3.0;
         if dropped || s.rtt_ms >= latency / 3.0 || home > latency / 2.0 || flight_over {
             let due = since_cut.is_none_or(|t| t >= round_trip.max(Duration::from_millis(250)));
@@ -816,43 +813,38 @@ mod tests {
         assert!((2500.0..=3500.0).contains(&lowest), "one cut, to {lowest}");
     }
 
-    #[test]
-    fn a_drop_with_many_resends_is_read_as_one_at_once() {
-        // As in the test above, the ACKs stop for a moment and packets are sent again; but many
-        // (the bottleneck drops at its tail, a 4G fade) and the packets in flight pile up: a
-        // drop, though a resend went out within the round trip.
+    /// A free link at 5 Mbit/s whose ACKs stop for a moment while the bottleneck drops at its
+    /// tail (a 4G fade) and the packets in flight pile up; `losses` marks, each step, six of
+    /// them resent or reported lost: how many steps until a drop was read, and its decision.
+    fn drop_read_with(losses: impl Fn(&mut LinkSample)) -> Option<(u32, RateDecision)> {
         let (mut law, mut c) = at_5_mbps_on_a_free_link();
         let mut reacted = None;
         for i in 100..106u32 {
-            c.s.packets_retransmitted += 6;
-            c.s.packets_sent += 6;
+            losses(&mut c.s);
             let d = law.step(&c.step(24, if i < 103 { 0 } else { 4 }, 800.0, 28), STEP * i);
             if reacted.is_none() && d.send_cap_kbps.is_some() {
                 reacted = Some((i - 100, d));
             }
         }
-        // (Read as a drop, not only as an overload: the connection is paced under the link.)
-        let (steps, d) = reacted.expect("a drop read within 300 ms");
-        assert!(steps <= 3, "read {steps} steps after the drop");
-        assert!(d.stream_kbps < 5000.0 * 0.8, "cut to {}", d.stream_kbps);
+        reacted
     }
 
     #[test]
-    fn a_drop_with_many_losses_reported_is_read_before_any_resend_goes_out() {
-        // The ACKs stop and the receiver reports many packets lost (the bottleneck drops at its
-        // tail), but libsrt sends none again (new packets wait: it holds resends back then).
-        let (mut law, mut c) = at_5_mbps_on_a_free_link();
-        let mut reacted = None;
-        for i in 100..106u32 {
-            c.s.packets_lost += 6;
-            let d = law.step(&c.step(24, if i < 103 { 0 } else { 4 }, 800.0, 28), STEP * i);
-            if reacted.is_none() && d.send_cap_kbps.is_some() {
-                reacted = Some((i - 100, d));
-            }
+    fn a_drop_with_many_resends_or_losses_reported_is_read_as_one_at_once() {
+        // Many resends: a drop, though a resend went out within the round trip. Many losses
+        // reported and none resent (libsrt holds resends back while new packets wait): a drop
+        // too, before any resend goes out. (Read as a drop, not only as an overload: the
+        // connection is capped under the link.)
+        let resent = |s: &mut LinkSample| {
+            s.packets_retransmitted += 6;
+            s.packets_sent += 6;
+        };
+        let reported = |s: &mut LinkSample| s.packets_lost += 6;
+        for (what, reacted) in [("resends", drop_read_with(resent)), ("losses", drop_read_with(reported))] {
+            let (steps, d) = reacted.unwrap_or_else(|| panic!("{what}: no drop read within 300 ms"));
+            assert!(steps <= 3, "{what}: read {steps} steps after the drop");
+            assert!(d.stream_kbps < 5000.0 * 0.8, "{what}: cut to {}", d.stream_kbps);
         }
-        let (steps, d) = reacted.expect("a drop read within 300 ms");
-        assert!(steps <= 3, "read {steps} steps after the drop");
-        assert!(d.stream_kbps < 5000.0 * 0.8, "cut to {}", d.stream_kbps);
     }
 
     /// A law between a floor of 660 (the stream of 500 kbit/s of video) and 5 Mbit/s that may
