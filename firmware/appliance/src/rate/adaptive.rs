@@ -1,55 +1,45 @@
 //! Our rate law: follow what the link delivers, cut by the queue it builds.
 //!
-//! Every step it measures three things from libsrt's counters of one connection:
-//!
-//! - **what the link delivered** lately: the cumulative ACK's advance (sent once, minus the
-//!   growth of the packets in flight, minus the ones given up) over the last round trip (0.3 s
-//!   to 1 s): on a congested link this is its capacity, on a free link what the encoder made;
-//! - **the queue on the way**: the round trip above the lowest one of the last 10 s (a
-//!   bottleneck's buffer filling up shows here long before it drops a packet);
-//! - **the backlog at home**: the send buffer beyond one round trip (packets waiting for their
-//!   first send or a resend).
-//!
-//! and decides, in this order:
+//! Every step it measures, from libsrt's counters of one connection, **what the link delivered**
+//! lately (the cumulative ACK's advance over the last round trip, 0.3 s to 1 s: on a congested
+//! link its capacity, on a free one what the encoder made), **the queue on the way** (the round
+//! trip above its lowest of the last 10 s, and sooner, the packets in flight beyond a round
+//! trip) and **the backlog at home** (the send buffer beyond one round trip), and decides, in
+//! this order (docs/architecture.md tells why each, from the traces):
 //!
 //! 0. **a capacity drop** (a queue, or packets in flight beyond the round trip, while the ACK
 //!    rate of the last 100 ms is under 80 % of the rate and of what was sent, twice in a row,
 //!    not from ACKs that stalled unless the receiver reports many losses or libsrt resends
-//!    many; packets counted by libsrt's bytes): that ACK rate is the new capacity (before the
-//!    bottleneck's first loss the ACKs come as it lets packets through); the rate goes at once
-//!    to 75 % of it, and the connection is capped under it while the queue drains, then at it
-//!    until what waits at home has left, with room for the resends owed
+//!    many; packets counted by libsrt's bytes; capped at the first of the two readings until
+//!    the next): that ACK rate is the new capacity; the rate goes at once to 75 % of it, and
+//!    the connection is capped under it while the queue drains, then at it until what waits at
+//!    home has left, with room for the resends owed
 //!    ([`super::cap::DropCap`]): libsrt's pacing by the input rate would go on sending the old
 //!    rate into the bottleneck for a second. Where 75 % of the link is under the floor, the
-//!    rate may go under it, to the stream the encoder makes at half the frame rate
-//!    ([`super::Bounds::least_kbps`]); rises take it back over;
+//!    rate may go under it, to the stream at half the frame rate ([`super::Bounds::least_kbps`]);
 //! 1. **overload** (a packet given up, or the queue or the backlog past a third of the SRT
-//!    latency: the next packets will be too late): the rate goes to 80 % of what the link
-//!    delivered (and at least 30 % lower, at most halved), once per round trip; in a
-//!    connection's first second, when what was delivered says little, by 30 %; in a drop, to
-//!    at least half the drop's capacity unless packets are being given up;
+//!    latency): to 80 % of what the link delivered (at least 30 % lower, at most halved), once
+//!    per round trip; in a connection's first second by 30 %; in a drop, to at least half the
+//!    drop's capacity unless packets are being given up;
 //! 2. **queueing** (the queue above what jitter explains: 20 ms, four times the round trip's
 //!    variation, a fifth of the base round trip; or a backlog): 90 % of what the link delivered
 //!    (at least 8 % lower), at most once per round trip plus 100 ms, and not while the rate is
-//!    already under 90 % of it (the queue drains); what it delivered is remembered as the link's
-//!    ceiling;
+//!    already under 90 % of it; what it delivered is remembered as the link's ceiling;
 //! 3. **calm** (queue and backlog gone), a second after the last cut: up by 3.5 % (at least 40
-//!    kbit/s) every 250 ms, about 15 % a second; within 10 % under the remembered ceiling only by
-//!    0.8 % (3 % a second), and past it, calm, the ceiling is forgotten (the link got better);
-//!    never more than 25 % (plus 300 kbit/s) over what the link was seen to carry in the last 5 s,
-//!    and on a link that dipped twice in 30 s never more than 2.5 times the lowest rate a dip
-//!    brought ([`super::dips::DIP_HEADROOM`]);
+//!    kbit/s) every 250 ms; within 10 % under the remembered ceiling only by 0.8 %, and past it,
+//!    calm, the ceiling is forgotten; never more than 25 % (plus 300 kbit/s) over what the link
+//!    carried in the last 5 s, and on a link that dipped twice in 30 s never more than 2.5 times
+//!    the lowest rate a dip brought ([`super::dips::DIP_HEADROOM`]);
 //! 4. otherwise it holds.
 //!
-//! Unlike a rule that drops to the floor when the round trip passes a fixed share of the
-//! latency, a cut lands just under what the link still carries, so the picture keeps most of its
-//! bitrate through a capacity drop; unlike a rule on the round trip alone, loss without a queue
-//! (a radio link's) does not lower the rate: SRT's retransmissions repair it.
+//! Unlike a rule that drops to the floor when the round trip passes a share of the latency, a
+//! cut lands under what the link still carries; unlike a rule on the round trip alone, loss
+//! without a queue (a radio link's) does not lower the rate: SRT's retransmissions repair it.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::cap::DropCap;
+use super::cap::{DropCap, Owed};
 use super::dips::Dips;
 use super::tally::{BaseRtt, PacketSize, Tally};
 use super::{Bounds, LinkSample, RateDecision, RateLaw, Why, STEP};
@@ -107,8 +97,10 @@ pub struct Adaptive {
     /// (time, packets sent for the first time so far), for the last DELIVERED_MAX_WINDOW.
     sends: Tally,
     sends_total: i64,
-    /// The last step read the link well under the rate (a drop is read twice in a row).
+    /// The last step read the link well under the rate (a drop is read twice in a row) ...
     low_before: bool,
+    /// ... and at that first reading the connection is capped at it until the next step, kbit/s.
+    provisional_kbps: Option<f64>,
     /// Packets acknowledged in the last step.
     acked_before: i64,
     /// (time, packets sent again so far), for the last DELIVERED_MAX_WINDOW.
@@ -123,10 +115,8 @@ pub struct Adaptive {
     made: Tally,
     /// In a drop, what the encoder has made since it followed the cut, kbit/s.
     made_kbps: Option<f64>,
-    /// Packets reported lost less those sent again or given up, so far.
-    owing: Tally,
-    /// The resends owed (what `owing` gained over the last second), kbit.
-    owed_kbit: f64,
+    /// The resends owed.
+    owed: Owed,
 }
 
 /// How long the encoder takes to follow a cut (the frames in the making), before what it makes
@@ -156,6 +146,7 @@ impl Adaptive {
             sends: Tally::default(),
             sends_total: 0,
             low_before: false,
+            provisional_kbps: None,
             acked_before: 0,
             resends: Tally::default(),
             losses: Tally::default(),
@@ -163,8 +154,7 @@ impl Adaptive {
             packet: PacketSize::default(),
             made: Tally::default(),
             made_kbps: None,
-            owing: Tally::default(),
-            owed_kbit: 0.0,
+            owed: Owed::default(),
         }
     }
 
@@ -191,10 +181,11 @@ impl Adaptive {
                 draining: self.draining,
                 stream_kbps: self.rate * self.packet.header_factor(),
                 made_kbps: self.made_kbps.unwrap_or(0.0),
-                owed_kbit: self.owed_kbit,
+                owed_kbit: self.owed.kbit(),
             }
             .kbps()
         });
+        let send_cap_kbps = send_cap_kbps.or(self.provisional_kbps);
         RateDecision { stream_kbps: self.rate, why, send_cap_kbps }
     }
 }
@@ -231,8 +222,7 @@ impl RateLaw for Adaptive {
         self.resends.record(now, s.packets_retransmitted);
         self.losses.record(now, s.packets_lost);
         self.acked.record(now, self.acked_total);
-        self.owing.record(now, s.packets_lost - s.packets_retransmitted - s.packets_dropped);
-        self.owed_kbit = self.owing.gained().max(0) as f64 * kbit_per_packet;
+        self.owed.reported(now, s, kbit_per_packet);
         // In a drop, what the encoder makes once it followed the cut (its frames in the making
         // still come at the old rate for a moment): the cap must not hold that back.
         self.made_kbps = self
@@ -277,7 +267,7 @@ impl RateLaw for Adaptive {
         self.base.note(s.rtt_ms, now);
 
         let latency = if s.latency_ms > 0.0 { s.latency_ms } else { 120.0 };
-        let base = self.base.lowest();
+        let base = self.base.lowest().min(s.rtt_ms);
         let queue = (s.rtt_ms - base).max(0.0);
         // The backlog: how long what waits in the send buffer takes to leave at the link's rate,
         // beyond the round trip it always holds and the ACK period. Counted in packets, not by
@@ -317,6 +307,7 @@ impl RateLaw for Adaptive {
         if !pressed {
             self.low_before = false;
         }
+        self.provisional_kbps = None;
         // The drop is over when the queue on the way and what the cap held back at home are gone.
         if queue < queue_limit / 2.0 && flight_queue < queue_limit / 2.0 && backlog < backlog_limit / 2.0 {
             self.episode_kbps = None;
@@ -332,22 +323,22 @@ impl RateLaw for Adaptive {
             }
             self.low_before = false;
         } else if let (true, Some(recent), Some(recent_sends)) = (pressed && known, recent, recent_sends) {
-            // Only a link that carries well under the rate is a drop; a queue that a rise found
-            // is met by the usual cuts. (And under what was sent meanwhile: an encoder that sent
-            // little is no drop.) Read twice in a row: a keyframe sent as a burst, or ACKs that
-            // came a moment late, read low once.
-            // (ACKs that stalled behind the drop's losses say nothing of the link's rate: then
-            // what the last round trip carried.)
+            // Only a link that carries well under the rate and what was sent is a drop (a queue
+            // a rise found is met by the usual cuts), read twice in a row (a keyframe's burst or
+            // ACKs a moment late read low once); ACKs that stalled behind the drop's losses say
+            // nothing of the link's rate: then what the last round trip carried.
             let link = if stalled { carried } else { recent.min(carried) }.max(self.bounds.least_kbps);
-            // Not from ACKs that stalled: a lost packet holds the cumulative ACK back until its
-            // resend arrives, a link carrying nothing for a round trip (a false drop on a free
-            // 5 Mbit/s link in a rate trace), unless losses are many (then they are the drop's).
-            // A resend alone is no reason to wait: on a 4G link's random loss one goes out every
-            // few hundred ms, and waiting a round trip after each held a fade to a sixth of the
-            // rate unread for 700 ms in a rate trace, while its queue overflowed.
+            // Not from ACKs that stalled (a lost packet holds the cumulative ACK back until its
+            // resend arrives: a false drop on a free 5 Mbit/s link in a rate trace), unless
+            // losses are many (the drop's). A resend alone is no reason to wait: on a 4G link
+            // one goes out every few hundred ms, and waiting held a fade unread for 700 ms.
             let low = link < self.rate * DROP_SHARE && link < recent_sends * DROP_SHARE && (!stalled || heavy_losses);
             let confirmed = low && self.low_before;
             self.low_before = low;
+            // (Held at home for a step, what a false reading holds back leaves at the next; the
+            // bottleneck's queue fills no further meanwhile: at 6.4 Mbit/s into 2 a step is 22
+            // packets dropped at its tail, on the steps trace.)
+            self.provisional_kbps = (low && !confirmed).then_some(link);
             if confirmed {
                 // A drop: cut at once, under what the link now carries.
                 self.episode_kbps = Some(link);
@@ -372,11 +363,9 @@ impl RateLaw for Adaptive {
         let pressure = queue.max(backlog);
         // (Within 2 s of the cut: later pressure is news.)
         let relieved = since_cut.is_some_and(|t| t < Duration::from_secs(2)) && pressure < self.pressure_at_cut * 0.9;
-        // Overload: what is queued now arrives near its play time. The queue must drain at once,
-        // so the cut goes to 80 % of the last round trip's rate (with packets lost in the drop,
-        // that reads low: the rate then falls towards the floor, and climbs back from there).
-        // (In a drop, what waits at home is the cap's doing and leaves at the link's rate: it
-        // calls for no cut of its own.)
+        // Overload: what is queued now arrives near its play time; the queue must drain at once,
+        // so the cut goes to 80 % of the last round trip's rate. (In a drop, what waits at home
+        // is the cap's doing and leaves at the link's rate: it calls for no cut of its own.)
         let home = if self.episode_kbps.is_some() { 0.0 } else { backlog };
         // (Or, outside a drop, packets in flight a third of the latency over the round trip:
         // ACKs stalled behind a fade's tail drops freeze the round trip and delay the losses'
@@ -471,6 +460,8 @@ mod tests {
         unacked_kbit: f64,
         /// Share of the rate the encoder really makes (a still picture makes less).
         fill: f64,
+        /// Steps at the start that report libsrt's initial round trip, before it measured one.
+        unmeasured_steps: u32,
     }
 
     impl Bottleneck {
@@ -487,6 +478,7 @@ mod tests {
                 dropped: 0,
                 unacked_kbit: 0.0,
                 fill: 1.0,
+                unmeasured_steps: 0,
             }
         }
 
@@ -511,7 +503,11 @@ mod tests {
                 given_up = self.queue_kbit - too_late;
                 self.queue_kbit = too_late;
             }
-            let rtt = self.base_rtt_ms + self.queue_kbit / capacity_kbps * 1000.0;
+            let mut rtt = self.base_rtt_ms + self.queue_kbit / capacity_kbps * 1000.0;
+            if self.unmeasured_steps > 0 {
+                self.unmeasured_steps -= 1;
+                rtt = 100.0;
+            }
             // A packet leaves the send buffer once it got through (acknowledged) or was given up.
             self.unacked_kbit += fresh - served - given_up;
             self.sent += (offered / kbit_per_packet).round() as i64;
@@ -575,6 +571,18 @@ mod tests {
         let r = run(&mut link, 8000.0, 60.0, |_| 20_000.0);
         assert!(r.rates.iter().all(|&(_, x)| x == 8000.0), "never lower on a link with room");
         assert_eq!(r.dropped + r.lost, 0);
+    }
+
+    #[test]
+    fn libsrts_initial_round_trip_is_no_queue_on_a_long_link() {
+        // libsrt reports 100 ms until it has measured the round trip; on a 150 ms 4G link that
+        // guess, taken as the link's own round trip, read as 50 ms of queue for 10 s (a rate
+        // trace: cut from 3.2 Mbit/s to the floor in the first 3 s, on a link of 4-6).
+        let mut link = Bottleneck::new(150.0, 300.0, 1000.0);
+        link.unmeasured_steps = 4;
+        let r = run(&mut link, 4000.0, 20.0, |_| 20_000.0);
+        let lowest = r.rates.iter().map(|&(_, x)| x).fold(f64::INFINITY, f64::min);
+        assert_eq!(lowest, 4000.0, "never cut on a link with room");
     }
 
     #[test]
@@ -673,7 +681,8 @@ mod tests {
     }
 
     /// From step 100, six steps of `sent` packets on a link that acknowledges 9 or 10 a step
-    /// (`link_kbps`): the first decision with a send cap, and how many steps after the drop.
+    /// (`link_kbps`): the first decision that cuts the rate under the link with a send cap (the
+    /// drop's; the first reading's cap comes a step before it), and how many steps after.
     fn first_cap(
         law: &mut Adaptive,
         c: &mut Counters,
@@ -684,7 +693,7 @@ mod tests {
         let mut reacted = None;
         for i in 100..106u32 {
             let d = law.step(&c.step(sent, if i % 2 == 0 { 9 } else { 10 }, link_kbps, base_flight), STEP * i);
-            if reacted.is_none() && d.send_cap_kbps.is_some() {
+            if reacted.is_none() && d.send_cap_kbps.is_some() && d.stream_kbps < link_kbps {
                 reacted = Some((i - 100, d));
             }
         }
@@ -822,7 +831,7 @@ mod tests {
         for i in 100..106u32 {
             losses(&mut c.s);
             let d = law.step(&c.step(24, if i < 103 { 0 } else { 4 }, 800.0, 28), STEP * i);
-            if reacted.is_none() && d.send_cap_kbps.is_some() {
+            if reacted.is_none() && d.send_cap_kbps.is_some() && d.stream_kbps < law.bounds.max_kbps * 0.95 {
                 reacted = Some((i - 100, d));
             }
         }
@@ -968,5 +977,43 @@ mod tests {
         assert!(d.stream_kbps <= 3500.0, "{d:?}");
         assert!(matches!(d.why, Why::Overload { .. }), "{:?}", d.why);
         assert!(d.why.to_string().starts_with("link carries "), "{}", d.why);
+    }
+
+    /// One step of a rate trace as `RateControl::record_to` writes it (the fields a replay needs).
+    #[derive(serde::Deserialize)]
+    struct Recorded {
+        t: f64,
+        sample: LinkSample,
+    }
+
+    /// Replays a recorded rate trace from a fresh law started at its first step's rate: the law
+    /// is open-loop here, so only what the samples show before its decisions could change them
+    /// is a test of it. (t, decision) for each step.
+    fn replay(trace: &str, start_kbps: f64) -> Vec<(f64, RateDecision)> {
+        let bounds = Bounds { min_kbps: 659.4, least_kbps: 396.9, max_kbps: 6434.4, start_kbps };
+        let mut law = Adaptive::new(bounds);
+        trace
+            .lines()
+            .map(|l| serde_json::from_str::<Recorded>(l).unwrap())
+            .map(|r| (r.t, law.step(&r.sample, Duration::from_secs_f64(r.t))))
+            .collect()
+    }
+
+    #[test]
+    fn a_recorded_4g_fade_is_capped_at_its_first_reading_and_cut_under_the_link() {
+        // Recorded on the 4g-1 trace (720p30, 6 Mbit/s at most, 500 kbit/s of video at least,
+        // latency 1000 ms) with the law before the first reading's cap: at 30.4 s of the
+        // trace's clock (about 30.7 on this one's) the link fell from 5.5 Mbit/s to 0.86 and
+        // stayed under 1.1 until 31.8. The first of the two readings a drop needs came at
+        // 30.85: capped there, the connection sends no more into the bottleneck's full queue
+        // while the second comes.
+        let steps = replay(include_str!("testdata/4g-1-fade.jsonl"), 3217.2);
+        let first_cap = steps.iter().find(|(_, d)| d.send_cap_kbps.is_some()).expect("a drop was read");
+        let first_cut = steps.iter().find(|(t, d)| *t > 30.0 && d.stream_kbps < 1000.0).expect("the fade was followed");
+        assert!(first_cap.0 < first_cut.0, "capped at {} s, cut at {} s", first_cap.0, first_cut.0);
+        assert!(first_cap.0 < 31.0, "capped at {} s", first_cap.0);
+        assert!(first_cap.1.send_cap_kbps.unwrap() <= 860.0 * 1.1, "{:?}", first_cap.1);
+        let at = |a: f64, b: f64| steps.iter().filter(move |(t, _)| (a..b).contains(t)).map(|(_, d)| d);
+        assert!(at(31.3, 31.8).all(|d| d.stream_kbps < 860.0 * 0.75), "under the fade's link");
     }
 }

@@ -2,6 +2,11 @@
 //! libsrt paces by the input rate it measured over the last second, so after a cut it would go
 //! on sending the old rate into the bottleneck for a second; in a drop the law caps it instead.
 
+use std::time::Duration;
+
+use super::tally::Tally;
+use super::LinkSample;
+
 /// While the queue a drop filled drains, the share of the link's rate the connection may send ...
 const DRAIN: f64 = 0.85;
 /// ... and after, until what waits at home has left: all of it (pacing by the input rate would
@@ -29,8 +34,7 @@ pub(super) struct DropCap {
     pub stream_kbps: f64,
     /// What the encoder has made since it followed the cut (0: not known yet).
     pub made_kbps: f64,
-    /// The packets the receiver reported lost in the last second that were neither sent again
-    /// nor given up, kbit.
+    /// The resends owed ([`Owed`]), kbit.
     pub owed_kbit: f64,
 }
 
@@ -60,6 +64,28 @@ impl DropCap {
     }
 }
 
+/// The resends a connection owes, kbit: the packets the receiver reported lost in the last
+/// second that were neither sent again nor given up.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Owed {
+    /// Packets reported lost less those sent again or given up, so far.
+    owing: Tally,
+    kbit: f64,
+}
+
+impl Owed {
+    /// libsrt's counters at `now`.
+    pub fn reported(&mut self, now: Duration, s: &LinkSample, kbit_per_packet: f64) {
+        self.owing.record(now, s.packets_lost - s.packets_retransmitted - s.packets_dropped);
+        self.kbit = self.owing.gained().max(0) as f64 * kbit_per_packet;
+    }
+
+    /// The resends owed now, kbit.
+    pub fn kbit(&self) -> f64 {
+        self.kbit
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +111,22 @@ mod tests {
         assert_eq!(owed.kbps(), 760.0 * 1.25 + 640.0);
         // Before the encoder followed the cut: over the stream.
         assert_eq!(DropCap { made_kbps: 0.0, ..owed }.kbps(), 700.0 * 1.25 + 640.0);
+    }
+
+    #[test]
+    fn resends_owed_are_the_losses_reported_and_not_repaired_in_the_last_second() {
+        let mut o = Owed::default();
+        let at = |lost, retransmitted, dropped| LinkSample {
+            packets_lost: lost,
+            packets_retransmitted: retransmitted,
+            packets_dropped: dropped,
+            ..LinkSample::default()
+        };
+        o.reported(Duration::ZERO, &at(0, 0, 0), 8.0);
+        o.reported(Duration::from_millis(50), &at(30, 5, 5), 8.0);
+        assert_eq!(o.kbit(), 20.0 * 8.0, "30 reported lost, 5 sent again, 5 given up");
+        // A second later nothing new is reported: nothing is owed.
+        o.reported(Duration::from_millis(1100), &at(30, 5, 5), 8.0);
+        assert_eq!(o.kbit(), 0.0);
     }
 }

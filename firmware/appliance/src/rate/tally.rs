@@ -75,16 +75,28 @@ impl Tally {
 /// How long the lowest round trip is remembered.
 const BASE_WINDOW: Duration = Duration::from_secs(10);
 
+/// What libsrt reports as the round trip before it has measured one, ms: its smoothed round
+/// trip starts at `INITIAL_RTT` (ten 10 ms SYN intervals), exactly.
+const LIBSRT_INITIAL_RTT_MS: f64 = 100.0;
+
 /// The lowest round trip of the last 10 s: the link's own, without a queue.
 #[derive(Debug, Clone, Default)]
 pub(super) struct BaseRtt {
     /// (start of a second, lowest round trip in it), oldest first.
     seconds: VecDeque<(Duration, f64)>,
+    /// A round trip other than libsrt's initial one has been seen.
+    measured: bool,
 }
 
 impl BaseRtt {
-    /// A round trip measured at `now`, ms.
+    /// A round trip reported at `now`, ms. libsrt's initial value is no measurement: taken as
+    /// the link's own, a 150 ms 4G link read as 50 ms of queue for the first 10 s (a rate trace:
+    /// cut from 3.2 Mbit/s to the floor within 3 s of the start, on a link of 4-6).
     pub(super) fn note(&mut self, rtt: f64, now: Duration) {
+        self.measured |= rtt != LIBSRT_INITIAL_RTT_MS;
+        if !self.measured {
+            return;
+        }
         let second = Duration::from_secs(now.as_secs());
         match self.seconds.back_mut() {
             Some((t, r)) if *t == second => *r = r.min(rtt),
@@ -156,6 +168,19 @@ mod tests {
         assert_eq!(t.since(ms(1300), 0.2), Some(200.0));
         assert_eq!(t.since(ms(1400), 0.2), None, "only 100 ms since");
         assert_eq!(t.over_at_least(ms(2000), 0.05), None, "nothing kept that old");
+    }
+
+    #[test]
+    fn the_base_round_trip_is_no_initial_guess() {
+        let mut b = BaseRtt::default();
+        b.note(100.0, ms(0));
+        b.note(100.0, ms(50));
+        assert_eq!(b.lowest(), f64::INFINITY, "libsrt's initial 100 ms is not measured");
+        b.note(152.0, ms(100));
+        b.note(100.0, ms(150));
+        assert_eq!(b.lowest(), 100.0, "once measured, 100 ms is a round trip like any");
+        b.note(160.0, ms(11_000));
+        assert_eq!(b.lowest(), 160.0, "the last 10 s only");
     }
 
     #[test]
