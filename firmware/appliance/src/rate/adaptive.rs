@@ -990,7 +990,11 @@ mod tests {
     /// is open-loop here, so only what the samples show before its decisions could change them
     /// is a test of it. (t, decision) for each step.
     fn replay(trace: &str, start_kbps: f64) -> Vec<(f64, RateDecision)> {
-        let bounds = Bounds { min_kbps: 659.4, least_kbps: 396.9, max_kbps: 6434.4, start_kbps };
+        // The bench's bounds: 500 kbit/s of video at least (250 at half the frame rate), 6000 at
+        // most, 128 of audio, as streams.
+        let stream = |video_kbps: f64| (video_kbps + 128.0) * crate::rate::TS_OVERHEAD;
+        let bounds =
+            Bounds { min_kbps: stream(500.0), least_kbps: stream(250.0), max_kbps: stream(6000.0), start_kbps };
         let mut law = Adaptive::new(bounds);
         trace
             .lines()
@@ -1007,7 +1011,8 @@ mod tests {
         // stayed under 1.1 until 31.8. The first of the two readings a drop needs came at
         // 30.85: capped there, the connection sends no more into the bottleneck's full queue
         // while the second comes.
-        let steps = replay(include_str!("testdata/4g-1-fade.jsonl"), 3217.2);
+        // (The first connection starts at half the maximum.)
+        let steps = replay(include_str!("testdata/4g-1-fade.jsonl"), (6000.0 + 128.0) * crate::rate::TS_OVERHEAD / 2.0);
         let first_cap = steps.iter().find(|(_, d)| d.send_cap_kbps.is_some()).expect("a drop was read");
         let first_cut = steps.iter().find(|(t, d)| *t > 30.0 && d.stream_kbps < 1000.0).expect("the fade was followed");
         assert!(first_cap.0 < first_cut.0, "capped at {} s, cut at {} s", first_cap.0, first_cut.0);
