@@ -28,8 +28,9 @@
 //! 3. **calm** (queue and backlog gone), a second after the last cut: up by 3.5 % (at least 40
 //!    kbit/s) every 250 ms; within 10 % under the remembered ceiling only by 0.8 %, and past it,
 //!    calm, the ceiling is forgotten; never more than 25 % (plus 300 kbit/s) over what the link
-//!    carried in the last 5 s, and on a link that dipped twice in 30 s never more than 2.5 times
-//!    the lowest rate a dip brought ([`super::dips::DIP_HEADROOM`]);
+//!    carried in the last 5 s, and on a link that dipped twice in 30 s (a drop, an overload, or
+//!    queueing cuts that took 30 % off) never more than 2.5 times the lowest rate a dip brought
+//!    ([`super::dips::DIP_HEADROOM`]);
 //! 4. otherwise it holds.
 //!
 //! Unlike a rule that drops to the floor when the round trip passes a share of the latency, a
@@ -411,8 +412,9 @@ impl RateLaw for Adaptive {
                 self.ceiling = Some(carried);
                 let rate =
                     if known { (self.rate * 0.92).min(carried * 0.9).min(episode_bound) } else { self.rate * 0.92 };
+                let from = self.rate;
                 let d = self.decide(rate, Why::Queueing { link_kbps: carried, queue_ms: pressure });
-                self.dips.cut(now, self.rate);
+                self.dips.cut(now, from, self.rate);
                 return d;
             }
             return self.decide(self.rate, Why::Holding { link_kbps: carried });
