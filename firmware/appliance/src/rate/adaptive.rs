@@ -554,6 +554,11 @@ mod tests {
     /// Runs the law against the bottleneck over `capacity(t)` for `seconds`.
     fn run(link: &mut Bottleneck, start_kbps: f64, seconds: f64, capacity: impl Fn(f64) -> f64) -> Run {
         let bounds = Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 8000.0, start_kbps };
+        run_within(bounds, link, seconds, capacity)
+    }
+
+    fn run_within(bounds: Bounds, link: &mut Bottleneck, seconds: f64, capacity: impl Fn(f64) -> f64) -> Run {
+        let start_kbps = bounds.start_kbps;
         let mut law = Adaptive::new(bounds);
         let mut rate = start_kbps;
         let mut rates = Vec::new();
@@ -928,14 +933,19 @@ mod tests {
     }
 
     #[test]
-    fn a_dip_under_the_floor_bounds_the_rises_as_one_at_the_floor() {
-        let mut law =
-            Adaptive::new(Bounds { min_kbps: 660.0, least_kbps: 330.0, max_kbps: 6000.0, start_kbps: 3000.0 });
-        // At half the frame rate (a 4G fade under the floor): the bound counts the floor.
-        law.rate = 330.0;
-        assert_eq!(law.dip_rate(), 660.0);
-        law.rate = 900.0;
-        assert_eq!(law.dip_rate(), 900.0);
+    fn after_fades_under_the_floor_the_rate_climbs_to_the_floors_bound_not_the_half_frame_rates() {
+        // 5 Mbit/s with fades to 0.3 (under the floor's stream) for 1.5 s every 10 s until 60 s.
+        let bounds = Bounds { min_kbps: 660.0, least_kbps: 330.0, max_kbps: 6000.0, start_kbps: 3000.0 };
+        let mut link = Bottleneck::new(150.0, 300.0, 1000.0);
+        let cap = |t: f64| if t < 61.0 && t % 10.0 >= 8.5 { 300.0 } else { 5000.0 };
+        let r = run_within(bounds, &mut link, 100.0, cap);
+        let lowest =
+            r.rates.iter().filter(|&&(t, _)| (18.5..20.0).contains(&t)).map(|&(_, x)| x).fold(f64::MAX, f64::min);
+        assert!(lowest < 660.0, "the fade at 18.5 s takes the rate under the floor: {lowest}");
+        // Between fades: over 2.5 times the half frame rate's stream, within 2.5 times the floor.
+        let highest = r.rates.iter().filter(|&&(t, _)| (20.0..58.0).contains(&t)).map(|&(_, x)| x).fold(0.0, f64::max);
+        assert!(highest > 330.0 * DIP_HEADROOM * 1.2, "held at the half frame rate's bound: {highest}");
+        assert!(highest <= 660.0 * DIP_HEADROOM + 1.0, "over the floor's bound: {highest}");
     }
 
     #[test]

@@ -14,9 +14,9 @@ const DIP_GAP: Duration = Duration::from_secs(3);
 /// then carries waits on the way and at home (the 4G traces: 20-50 frames lost at each fade
 /// taken at 3-4 Mbit/s from a link that fell to 0.5-1.2).
 pub const DIP_HEADROOM: f64 = 2.5;
-/// A cut that takes off this share of the rate or more is a dip, whatever path it came by (a
-/// queueing cut is at most 8 % under the rate, or 10 % under what the link carried: one this
-/// deep found the link far under the rate).
+/// Cuts that together take off this share of the rate or more are a dip, whatever path they
+/// came by (a queueing cut takes 8 % off, or more to go 10 % under what the link carried: a
+/// series this deep found the link far under the rate).
 const DEEP_CUT: f64 = 0.3;
 
 /// The dips of the last DIP_MEMORY.
