@@ -47,28 +47,7 @@ pub(super) fn figures(run: &Run, trace: &CapacityTrace) -> Figures {
     rates.sort_by(f64::total_cmp);
     let mean_kbps = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
     let p10_kbps = rates.get(rates.len() / 10).copied().unwrap_or(0.0);
-    // Recovery: from a drop until the first second from which 3 s pass with nothing lost and
-    // the encoder asking for no more than the link carries.
-    let mut worst: Option<f64> = None;
-    for d in drops(trace) {
-        let after: Vec<&Second> = run.seconds.iter().filter(|s| s.t >= d).collect();
-        let stream = |video: f64| (video + 128.0) * telebridge_appliance::rate::TS_OVERHEAD;
-        let ok = |s: &Second, prev: u64| s.missing == prev && stream(s.chosen_kbps) <= s.capacity_kbps;
-        let mut found = None;
-        for i in 0..after.len() {
-            let window = &after[i..after.len().min(i + 3)];
-            if window.len() < 3 {
-                break;
-            }
-            let base = if i == 0 { after[0].missing } else { after[i - 1].missing };
-            if window.iter().all(|s| ok(s, base)) {
-                found = Some(after[i].t - d);
-                break;
-            }
-        }
-        let r = found.unwrap_or(f64::INFINITY);
-        worst = Some(worst.map_or(r, |w: f64| w.max(r)));
-    }
+    let worst = worst_recovery(&run.seconds, &drops(trace));
     Figures {
         lost: run.frames_missing,
         skipped: run.frames_skipped,
@@ -95,6 +74,39 @@ fn cell(figs: &[Figures], f: impl Fn(&Figures) -> f64, digits: usize) -> String 
     let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     format!("{m:.digits$} ({lo:.digits$}-{hi:.digits$})")
+}
+
+/// A drop with less of the run after it than this is left out of the recovery: three calm
+/// seconds may not fit before the end (4g-1's last drop is 4.4 s before it), which is not a
+/// link that never recovered.
+const RECOVERY_ROOM_S: f64 = 10.0;
+
+/// The worst recovery over `drops` (infinite: never; None: no drop to judge). Recovery: from a
+/// drop until the first second from which 3 s pass with nothing lost and the encoder asking for
+/// no more than the link carries.
+fn worst_recovery(seconds: &[Second], drops: &[f64]) -> Option<f64> {
+    let end = seconds.last().map_or(0.0, |s| s.t);
+    let mut worst: Option<f64> = None;
+    for &d in drops.iter().filter(|&&d| end - d >= RECOVERY_ROOM_S) {
+        let after: Vec<&Second> = seconds.iter().filter(|s| s.t >= d).collect();
+        let stream = |video: f64| (video + 128.0) * telebridge_appliance::rate::TS_OVERHEAD;
+        let ok = |s: &Second, prev: u64| s.missing == prev && stream(s.chosen_kbps) <= s.capacity_kbps;
+        let mut found = None;
+        for i in 0..after.len() {
+            let window = &after[i..after.len().min(i + 3)];
+            if window.len() < 3 {
+                break;
+            }
+            let base = if i == 0 { after[0].missing } else { after[i - 1].missing };
+            if window.iter().all(|s| ok(s, base)) {
+                found = Some(after[i].t - d);
+                break;
+            }
+        }
+        let r = found.unwrap_or(f64::INFINITY);
+        worst = Some(worst.map_or(r, |w: f64| w.max(r)));
+    }
+    worst
 }
 
 /// The median of what was lost for good, and of the mean bitrate.
@@ -164,5 +176,38 @@ mod tests {
         assert!(v.ends_with("(medians of 3 runs)"), "{v}");
         assert!(verdict("4g-2", &[f(5, 700.0)], &[f(5, 900.0)]).contains("LOSES TO"), "4G needs strictly fewer");
         assert!(verdict("steps", &[f(5, 700.0)], &[f(5, 600.0)]).contains("UNDER"));
+    }
+    /// One second a row: (t, chosen video kbit/s, frames lost so far, capacity kbit/s).
+    fn run(rows: &[(f64, f64, u64, f64)]) -> Vec<Second> {
+        rows.iter()
+            .map(|&(t, chosen_kbps, missing, capacity_kbps)| Second {
+                t,
+                chosen_kbps,
+                arrived_kbps: chosen_kbps,
+                missing,
+                capacity_kbps,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn recovery_is_to_three_calm_seconds_and_leaves_out_a_drop_too_near_the_end() {
+        // A drop at 10 s: over the link until 13, lost frames at 14, calm from 15.
+        let mut rows: Vec<(f64, f64, u64, f64)> = (0..40).map(|t| (f64::from(t), 1000.0, 0, 3000.0)).collect();
+        for r in &mut rows[10..14] {
+            r.1 = 4000.0;
+        }
+        for r in &mut rows[14..] {
+            r.2 = 5;
+        }
+        assert_eq!(worst_recovery(&run(&rows), &[10.0]), Some(5.0));
+        // A drop 4 s before the end cannot show three calm seconds; it is not "never".
+        assert_eq!(worst_recovery(&run(&rows), &[10.0, 36.0]), Some(5.0));
+        // Over the link from a drop to the end, with room to recover: never.
+        for r in &mut rows[20..] {
+            r.1 = 4000.0;
+        }
+        assert_eq!(worst_recovery(&run(&rows), &[10.0, 20.0]), Some(f64::INFINITY));
+        assert_eq!(worst_recovery(&run(&rows), &[]), None);
     }
 }
