@@ -177,6 +177,7 @@ mod tests {
         assert!(verdict("4g-2", &[f(5, 700.0)], &[f(5, 900.0)]).contains("LOSES TO"), "4G needs strictly fewer");
         assert!(verdict("steps", &[f(5, 700.0)], &[f(5, 600.0)]).contains("UNDER"));
     }
+
     /// One second a row: (t, chosen video kbit/s, frames lost so far, capacity kbit/s).
     fn run(rows: &[(f64, f64, u64, f64)]) -> Vec<Second> {
         rows.iter()
@@ -201,8 +202,13 @@ mod tests {
             r.2 = 5;
         }
         assert_eq!(worst_recovery(&run(&rows), &[10.0]), Some(5.0));
-        // A drop 4 s before the end cannot show three calm seconds; it is not "never".
-        assert_eq!(worst_recovery(&run(&rows), &[10.0, 36.0]), Some(5.0));
+        // A drop 4 s before the end, over the link to the end: three calm seconds could not
+        // fit, so it is left out, not counted as "never".
+        let mut late = rows.clone();
+        for r in &mut late[36..] {
+            r.1 = 4000.0;
+        }
+        assert_eq!(worst_recovery(&run(&late), &[10.0, 36.0]), Some(5.0));
         // Over the link from a drop to the end, with room to recover: never.
         for r in &mut rows[20..] {
             r.1 = 4000.0;
