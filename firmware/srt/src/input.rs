@@ -16,7 +16,7 @@ use crate::connect::{dial, peer_label};
 use crate::ffi::SRT_REJX_CONFLICT;
 use crate::output::LISTEN_BACKLOG;
 use crate::reject::rejected_since;
-use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, SockState, Socket, SrtError};
+use crate::socket::{local_bind, Admit, Epoll, Listener, SockState, Socket, SrtError};
 use crate::supervisor::{Attempt, Control, Job, Supervisor};
 use crate::ts_check::ContinuityCheck;
 use crate::{Backoff, SrtStats};
@@ -204,10 +204,10 @@ impl Worker {
     /// Listens for one sender; `None` when stopped, else why the connection ended.
     fn listen(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
         let slot = self.sender.clone();
-        let setup = || -> Result<(Socket, ListenHookGuard), SrtError> {
+        let setup = || -> Result<Listener, SrtError> {
             let sock = Socket::new()?;
             sock.configure(&self.url)?;
-            let hook = sock.set_listen_hook(Arc::new(move |_: &str, _| {
+            let sock = sock.with_listen_hook(Arc::new(move |_: &str, _| {
                 if slot.lock().unwrap_or_else(|p| p.into_inner()).admits(Instant::now()) {
                     Admit::Accept(None)
                 } else {
@@ -217,9 +217,9 @@ impl Worker {
             let addr = local_bind(&self.url, None)?.ok_or_else(|| SrtError { code: -1, text: "no port".into() })?;
             sock.bind_listener(&addr)?;
             sock.listen(LISTEN_BACKLOG)?;
-            Ok((sock, hook))
+            Ok(sock)
         };
-        let (listener, _hook) = match setup() {
+        let listener = match setup() {
             Ok(x) => x,
             Err(e) => return Some(format!("cannot listen on port {}: {e}", self.url.port)),
         };
@@ -229,7 +229,7 @@ impl Worker {
         loop {
             if let Ok(Some((sock, addr))) = listener.accept() {
                 info!(input = %self.url.label(), sender = %addr.map(|a| a.to_string()).unwrap_or_default(), "SRT sender connected");
-                return self.receive(control, attempt, &sock, Some(&listener));
+                return self.receive(control, attempt, &sock, Some(&*listener));
             }
             if control.stop_within(Duration::from_millis(20)) {
                 return None;

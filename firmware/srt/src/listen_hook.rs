@@ -25,16 +25,58 @@ pub enum Admit {
 /// A listener's admission check: (the caller's stream id, its address) -> decision.
 pub type ListenHook = dyn Fn(&str, Option<SocketAddr>) -> Admit + Send + Sync;
 
-/// Keeps a listen hook alive while its listener lives; drop it after the listener.
+/// A listening socket with its hook: the only way to hold a hooked listener, so that the hook
+/// is freed after libsrt has let the socket go, never before. Rust drops a struct's fields in
+/// the order they are declared: `socket` is closed first (`srt_close` takes the listener out of
+/// libsrt's receive queue under the lock its handshake processing holds, so no call into the
+/// hook is running or can start once it returns), then `hook` is freed. Two names bound by one
+/// pattern (`let (listener, _hook) = ...`) are dropped in reverse order, which freed the hook
+/// while libsrt could still call it: issue 36's second finding.
 #[derive(Debug)]
-pub struct ListenHookGuard(pub(crate) *mut Arc<ListenHook>);
+pub struct Listener {
+    socket: Socket,
+    _hook: HookBox,
+}
 
-// SAFETY: the hook it points to is Send + Sync; the guard only frees it.
-unsafe impl Send for ListenHookGuard {}
+impl Listener {
+    /// `socket` (not yet bound) with `hook` installed as its admission check.
+    pub(crate) fn new(socket: Socket, hook: Arc<ListenHook>) -> Result<Self, crate::socket::SrtError> {
+        let hook = HookBox(Box::into_raw(Box::new(hook)));
+        // SAFETY: the pointer stays valid until `hook` is dropped, which the field order puts
+        // after `socket`'s close (see the type's words).
+        let rc = unsafe { ffi::srt_listen_callback(socket.id(), listen_trampoline, hook.0.cast::<c_void>()) };
+        if rc == ffi::SRT_ERROR {
+            // `hook` frees the box when it goes: libsrt did not take the pointer.
+            return Err(crate::socket::SrtError::last());
+        }
+        Ok(Self { socket, _hook: hook })
+    }
 
-impl Drop for ListenHookGuard {
+    /// The hook's address, for the test of the drop order.
+    #[cfg(test)]
+    fn hook_ptr(&self) -> *mut Arc<ListenHook> {
+        self._hook.0
+    }
+}
+
+impl std::ops::Deref for Listener {
+    type Target = Socket;
+
+    fn deref(&self) -> &Socket {
+        &self.socket
+    }
+}
+
+/// The boxed hook libsrt holds a pointer to; freed when dropped.
+#[derive(Debug)]
+struct HookBox(*mut Arc<ListenHook>);
+
+// SAFETY: the hook it points to is Send + Sync; the box only frees it.
+unsafe impl Send for HookBox {}
+
+impl Drop for HookBox {
     fn drop(&mut self) {
-        // SAFETY: made by Box::into_raw in set_listen_hook, dropped once here.
+        // SAFETY: made by Box::into_raw in Listener::new, dropped once here.
         drop(unsafe { Box::from_raw(self.0) });
     }
 }
@@ -46,7 +88,7 @@ pub(crate) unsafe extern "C" fn listen_trampoline(
     peeraddr: *const sockaddr,
     streamid: *const c_char,
 ) -> c_int {
-    // SAFETY: `opaq` is the hook installed by set_listen_hook, alive while the listener is.
+    // SAFETY: `opaq` is the hook installed by Listener::new, alive until the listener is closed.
     let hook = unsafe { &*(opaq as *const Arc<ListenHook>) };
     let sid = if streamid.is_null() {
         String::new()
@@ -95,5 +137,51 @@ pub fn reject_words(code: i32) -> String {
                 unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Dropped with the hook: records the listener's state in libsrt at that moment.
+    struct Witness {
+        id: ffi::SRTSOCKET,
+        seen: Arc<Mutex<Option<c_int>>>,
+    }
+
+    impl Drop for Witness {
+        fn drop(&mut self) {
+            // SAFETY: a plain query on an id; a closed or gone id answers so.
+            let state = unsafe { ffi::srt_getsockstate(self.id) };
+            *self.seen.lock().unwrap() = Some(state);
+        }
+    }
+
+    #[test]
+    fn the_hook_is_freed_only_after_the_listener_is_closed() {
+        let socket = Socket::new().expect("socket");
+        let id = socket.id();
+        let seen = Arc::new(Mutex::new(None));
+        let witness = Witness { id, seen: seen.clone() };
+        let listener = socket
+            .with_listen_hook(Arc::new(move |_: &str, _| {
+                let _ = &witness;
+                Admit::Accept(None)
+            }))
+            .expect("hook");
+        listener.bind_listener(&"127.0.0.1:0".parse().unwrap()).expect("bind");
+        listener.listen(4).expect("listen");
+        assert!(!listener.hook_ptr().is_null());
+        // SAFETY: a plain query.
+        assert_eq!(unsafe { ffi::srt_getsockstate(id) }, ffi::SRTS_LISTENING);
+        drop(listener);
+        let state = seen.lock().unwrap().expect("the hook was freed with the listener");
+        assert!(
+            state != ffi::SRTS_LISTENING && state != ffi::SRTS_OPENED,
+            "the hook was freed while libsrt still had the socket listening (state {state})"
+        );
     }
 }

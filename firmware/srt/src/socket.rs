@@ -18,7 +18,7 @@ use telebridge_config::{SrtMode, SrtUrl};
 use crate::addr::{from_raw, to_raw};
 pub use crate::addr::{local_bind, resolve};
 pub use crate::epoll::{Epoll, Ready};
-pub use crate::listen_hook::{reject_words, Admit, ListenHook, ListenHookGuard};
+pub use crate::listen_hook::{reject_words, Admit, ListenHook, Listener};
 
 use crate::ffi;
 
@@ -380,20 +380,11 @@ impl Socket {
         (rc == 0).then_some(perf)
     }
 
-    /// Installs `hook` as the listener's admission check: it runs for every caller before the
-    /// handshake completes, may set the new socket's passphrase, or refuse it with a code.
-    pub fn set_listen_hook(&self, hook: Arc<ListenHook>) -> Result<ListenHookGuard, SrtError> {
-        let raw = Box::into_raw(Box::new(hook));
-        // SAFETY: the pointer stays valid until the guard drops it, after the socket is closed
-        // (the guard is held next to the socket and dropped after it).
-        let rc =
-            unsafe { ffi::srt_listen_callback(self.id, crate::listen_hook::listen_trampoline, raw as *mut c_void) };
-        if rc == ffi::SRT_ERROR {
-            // SAFETY: libsrt did not take the pointer; reclaim it.
-            drop(unsafe { Box::from_raw(raw) });
-            return Err(SrtError::last());
-        }
-        Ok(ListenHookGuard(raw))
+    /// Makes this socket a listener with `hook` as its admission check: it runs for every
+    /// caller before the handshake completes, may set the new socket's passphrase, or refuse it
+    /// with a code. The socket and its hook live and die together in the [`Listener`].
+    pub fn with_listen_hook(self, hook: Arc<ListenHook>) -> Result<Listener, SrtError> {
+        Listener::new(self, hook)
     }
 }
 

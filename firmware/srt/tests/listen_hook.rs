@@ -39,9 +39,9 @@ fn caller(port: u16, query: &str) -> SrtOutput {
 #[test]
 fn streams_on_one_port_each_with_its_passphrase_and_unknown_ones_refused_in_words() {
     let port = free_udp_port();
-    let listener = Socket::new().expect("socket");
-    let _hook = listener
-        .set_listen_hook(Arc::new(|stream: &str, _| match stream {
+    let listener = Socket::new()
+        .expect("socket")
+        .with_listen_hook(Arc::new(|stream: &str, _| match stream {
             "studio-a" => Admit::Accept(Some("passphrase-of-a".into())),
             "studio-b" => Admit::Accept(Some("passphrase-of-b".into())),
             _ => Admit::Reject(1404),
@@ -113,4 +113,63 @@ fn a_second_sender_is_refused_while_the_first_one_sends() {
     });
     first.stop();
     input.stop();
+}
+
+/// Issue 36, finding 2: the bridge tears its listener down at every rendezvous slot, and a
+/// handshake that reached the hook of a listener being closed called freed memory. Listeners with
+/// hooks that hold memory of their own open and close over and over while callers hammer the
+/// port with handshakes; each hook checks that what it holds is whole. Before the drop order was
+/// the type's guarantee this crashed or read garbage under the allocator's reuse; now every call
+/// sees its own hook.
+#[test]
+fn handshakes_flood_listeners_that_open_and_close() {
+    let port = free_udp_port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let corrupt = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let callers: Vec<_> = (0..3)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let c = Socket::new().expect("caller");
+                    let _ = c.connect(&addr);
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let mut rounds = 0;
+    while started.elapsed() < Duration::from_secs(3) {
+        let marker = vec![0x5au8; 4096];
+        let (calls, corrupt) = (calls.clone(), corrupt.clone());
+        let listener = Socket::new()
+            .expect("socket")
+            .with_listen_hook(Arc::new(move |_: &str, _| {
+                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if marker.iter().any(|b| *b != 0x5a) {
+                    corrupt.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Admit::Reject(1403)
+            }))
+            .expect("hook");
+        if listener.bind_listener(&addr).is_ok() && listener.listen(16).is_ok() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(listener);
+        // Memory of the same size reused at once, as the allocator would for the next hook.
+        let reuse = vec![0u8; 4096];
+        std::hint::black_box(&reuse);
+        rounds += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for c in callers {
+        c.join().expect("caller thread");
+    }
+    let calls = calls.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(rounds > 50, "{rounds} listeners opened and closed");
+    assert!(calls > 0, "the callers reached the hooks ({calls} calls in {rounds} rounds)");
+    assert_eq!(corrupt.load(std::sync::atomic::Ordering::Relaxed), 0, "a hook saw memory that was not its own");
 }

@@ -13,7 +13,7 @@ use super::{Conn, OutputState, Worker, LISTEN_BACKLOG};
 use crate::connect::{dial, peer_label};
 use crate::peer::{ack_timeout, Peer, PeerWatch};
 use crate::reject::rejected_since;
-use crate::socket::{local_bind, Admit, Epoll, ListenHookGuard, Ready, SockState, Socket, SrtError};
+use crate::socket::{local_bind, Admit, Epoll, Listener, Ready, SockState, Socket, SrtError};
 use crate::supervisor::Control;
 use crate::SrtStats;
 
@@ -54,14 +54,14 @@ impl Worker {
         let listen_until = started + crate::ways::listen_for(unix_ms());
         self.status.send_modify(|s| s.state = OutputState::Listening);
         let duplex = self.on_receive.is_some();
-        let setup = || -> Result<(Socket, Option<Epoll>, ListenHookGuard), SrtError> {
+        let setup = || -> Result<(Listener, Option<Epoll>), SrtError> {
             let sock = Socket::new()?;
             sock.configure(&self.url)?;
             if !duplex {
                 // Accepted sockets take the listener's options.
                 sock.set_send_only()?;
             }
-            let hook = sock.set_listen_hook(Arc::new(|_: &str, _| Admit::Accept(None)))?;
+            let sock = sock.with_listen_hook(Arc::new(|_: &str, _| Admit::Accept(None)))?;
             let addr = local_bind(&self.url, None)?.ok_or_else(|| SrtError { code: -1, text: "no port".into() })?;
             sock.bind_listener(&addr)?;
             sock.listen(LISTEN_BACKLOG)?;
@@ -75,9 +75,9 @@ impl Worker {
             } else {
                 None
             };
-            Ok((sock, epoll, hook))
+            Ok((sock, epoll))
         };
-        let (listener, epoll, _hook) = match setup() {
+        let (listener, epoll) = match setup() {
             Ok(x) => x,
             Err(e) => return Some(format!("cannot listen on port {}: {e}", self.url.port)),
         };
