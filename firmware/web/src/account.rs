@@ -13,7 +13,7 @@ use telebridge_appliance::DaemonCommand;
 use tracing::{info, warn};
 
 use crate::auth::{self, COOKIE, MIN_PASSWORD};
-use crate::body::json_body;
+use crate::body::{read_body, SMALL_BODY};
 use crate::error::{error, refused, ApiError};
 use crate::middleware::{client_ip, session_cookie, session_token};
 use crate::AppState;
@@ -49,16 +49,11 @@ pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Response {
     let Some(code) = s.auth.setup_code() else {
         return error(StatusCode::CONFLICT, "the password is already set; log in instead");
     };
-    let attempt = match s.auth.begin(ip, Instant::now()) {
-        Ok(a) => a,
-        Err(refusal) => return refused(ip, refusal),
-    };
-    let Some(Json(body)) = json_body::<SetupBody>(req).await else {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "body must be {\"code\": \"1234-5678\", \"password\": \"...\"}",
-        );
-    };
+    let (body, attempt) =
+        match attempt_body::<SetupBody>(&s, ip, req, "{\"code\": \"1234-5678\", \"password\": \"...\"}").await {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
     if body.code.trim() != code {
         attempt.failed(Instant::now());
         warn!(%ip, "wrong setup code");
@@ -82,6 +77,29 @@ pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Response {
         }
         Err(r) => r,
     }
+}
+
+/// The body of a request that asks for a password check, read before the check is begun: an
+/// address that may not try now is refused unread, and a body that does not arrive within its
+/// time or does not parse counts as a wrong attempt (issue 36, finding 3: half-sent bodies held
+/// every check while their senders were never locked out).
+async fn attempt_body<T: serde::de::DeserializeOwned>(
+    s: &AppState,
+    ip: IpAddr,
+    req: Request,
+    shape: &str,
+) -> Result<(T, auth::Attempt), Response> {
+    s.auth.admit(ip, Instant::now()).map_err(|r| refused(ip, r))?;
+    let bytes = read_body(req, SMALL_BODY).await.inspect_err(|_| {
+        s.auth.failed_unread(ip, Instant::now());
+        warn!(%ip, "a login body that did not arrive in time: counted as a wrong attempt");
+    })?;
+    let body = serde_json::from_slice::<T>(&bytes).map_err(|_| {
+        s.auth.failed_unread(ip, Instant::now());
+        error(StatusCode::UNPROCESSABLE_ENTITY, format!("body must be {shape}"))
+    })?;
+    let attempt = s.auth.begin(ip, Instant::now()).map_err(|r| refused(ip, r))?;
+    Ok((body, attempt))
 }
 
 /// A new password's length rule, as an answer naming `field` when it is broken.
@@ -139,12 +157,9 @@ pub(crate) async fn login(State(s): State<AppState>, req: Request) -> Response {
     if s.auth.setup_code().is_some() {
         return error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code");
     }
-    let attempt = match s.auth.begin(ip, Instant::now()) {
-        Ok(a) => a,
-        Err(refusal) => return refused(ip, refusal),
-    };
-    let Some(Json(body)) = json_body::<LoginBody>(req).await else {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"password\": \"...\"}");
+    let (body, attempt) = match attempt_body::<LoginBody>(&s, ip, req, "{\"password\": \"...\"}").await {
+        Ok(x) => x,
+        Err(r) => return r,
     };
     match check(&s, ip, attempt, body.password).await {
         Ok(attempt) => attempt.succeeded(),
@@ -176,13 +191,11 @@ pub(crate) struct PasswordBody {
 /// Changes the password: the current one must be given; every other session ends.
 pub(crate) async fn change_password(State(s): State<AppState>, req: Request) -> Response {
     let ip = client_ip(req.extensions());
-    let attempt = match s.auth.begin(ip, Instant::now()) {
-        Ok(a) => a,
-        Err(refusal) => return refused(ip, refusal),
-    };
-    let Some(Json(body)) = json_body::<PasswordBody>(req).await else {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"current\": \"...\", \"new\": \"...\"}");
-    };
+    let (body, attempt) =
+        match attempt_body::<PasswordBody>(&s, ip, req, "{\"current\": \"...\", \"new\": \"...\"}").await {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
     match check(&s, ip, attempt, body.current).await {
         Ok(attempt) => attempt.succeeded(),
         Err(None) => return error(StatusCode::FORBIDDEN, "current: wrong password"),

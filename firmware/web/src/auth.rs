@@ -7,6 +7,14 @@
 //! checks and 429 for the rest. The checks themselves run one at a time on one thread
 //! ([`Checker`]), at most [`MAX_PENDING`] waiting, so argon2's 19 MiB per check is spent once
 //! however many arrive, and the memory of a box under attack does not grow with the attack.
+//!
+//! A check is only begun once its request's body has arrived and parsed (a body that does not,
+//! within its time, is a failure of its own: [`Auth::failed_unread`]), so a stranger who sends
+//! half a body holds a connection, never a check. An address has at most [`MAX_IN_FLIGHT`]
+//! checks waiting at once, and the last of the [`MAX_PENDING`] is kept for an address with no
+//! failure on record: the owner's right password is checked while strangers' are queued
+//! (issue 36, finding 3). IPv6 addresses are counted per /64 ([`client_key`]): one host has
+//! a whole /64 to send from.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -32,13 +40,28 @@ pub const MIN_PASSWORD: usize = 8;
 /// The longest password (or setup code) looked at; longer ones are refused unread.
 pub const MAX_PASSWORD: usize = 256;
 /// Password checks waiting or running at once, from all addresses together; more are refused
-/// at once (503), never queued without bound.
+/// at once (503), never queued without bound. The last one is kept for an address with no
+/// failure on record.
 pub const MAX_PENDING: usize = 8;
+/// Password checks waiting or running at once from one address (one IPv6 /64).
+pub const MAX_IN_FLIGHT: usize = 2;
 /// Addresses whose failures are remembered at once; past that, attempts from addresses not yet
 /// known are refused until old records expire (so the tables cannot grow with an attack).
 pub const MAX_TRACKED: usize = 4096;
 /// Sessions at once; the oldest ends when a new one would pass it.
 pub const MAX_SESSIONS: usize = 64;
+
+/// The key an address is counted under: an IPv4 address itself (an IPv4-mapped IPv6 one as
+/// IPv4), an IPv6 address by its /64, which one host or one customer line has whole.
+pub fn client_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+    }
+}
 
 #[derive(Default)]
 struct Inner {
@@ -169,10 +192,10 @@ impl Auth {
         token
     }
 
-    /// Allows one attempt from `ip` at `now`, or refuses it before anything is checked: the
-    /// address is locked out, or has [`MAX_FAILURES`] attempts failed in the last minute or
-    /// still in progress, or the box has [`MAX_PENDING`] checks on hand.
-    pub fn begin(self: &Arc<Self>, ip: IpAddr, now: Instant) -> Result<Attempt, Refusal> {
+    /// Whether `ip` may try at all at `now`, asked before its body is read: refused while it is
+    /// locked out or has its allowance of attempts failed or in progress. Takes nothing.
+    pub fn admit(&self, ip: IpAddr, now: Instant) -> Result<(), Refusal> {
+        let ip = client_key(ip);
         let mut i = self.lock();
         i.expire(now);
         if let Some(until) = i.locked_until.get(&ip) {
@@ -183,12 +206,38 @@ impl Auth {
         if failed + running >= MAX_FAILURES {
             return Err(Refusal::TooMany);
         }
-        let known = i.failures.contains_key(&ip) || i.in_flight.contains_key(&ip);
-        if i.in_flight_total() >= MAX_PENDING || (!known && i.failures.len() + i.locked_until.len() >= MAX_TRACKED) {
+        Ok(())
+    }
+
+    /// Allows one check from `ip` at `now`, its body read, or refuses it before anything is
+    /// checked: the address is locked out, has [`MAX_FAILURES`] attempts failed in the last
+    /// minute or still in progress, or [`MAX_IN_FLIGHT`] checks waiting; or the box has
+    /// [`MAX_PENDING`] checks on hand (the last of them only for an address with no failure on
+    /// record).
+    pub fn begin(self: &Arc<Self>, ip: IpAddr, now: Instant) -> Result<Attempt, Refusal> {
+        self.admit(ip, now)?;
+        let ip = client_key(ip);
+        let mut i = self.lock();
+        let running = i.in_flight.get(&ip).copied().unwrap_or(0);
+        let failed_before = i.failures.contains_key(&ip);
+        let known = failed_before || running > 0;
+        let total = i.in_flight_total();
+        let room = if failed_before { MAX_PENDING - 1 } else { MAX_PENDING };
+        if running >= MAX_IN_FLIGHT
+            || total >= room
+            || (!known && i.failures.len() + i.locked_until.len() >= MAX_TRACKED)
+        {
             return Err(Refusal::Busy);
         }
         *i.in_flight.entry(ip).or_default() += 1;
         Ok(Attempt { auth: self.clone(), ip })
+    }
+
+    /// A request to log in (or give the setup code or the current password) whose body did not
+    /// arrive in time or does not parse: counted as a wrong attempt from `ip`, so that half-sent
+    /// bodies cost their sender its allowance like wrong passwords do.
+    pub fn failed_unread(&self, ip: IpAddr, now: Instant) {
+        self.failed(client_key(ip), now);
     }
 
     /// Whether `token` is a live session.
@@ -209,6 +258,7 @@ impl Auth {
     /// When `ip` is locked out: how long it must still wait.
     #[cfg(test)]
     fn locked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let ip = client_key(ip);
         let i = self.lock();
         i.locked_until.get(&ip).filter(|until| **until > now).map(|until| *until - now)
     }
@@ -408,16 +458,77 @@ mod tests {
         let ip: IpAddr = "192.0.2.7".parse().unwrap();
         let other: IpAddr = "192.0.2.8".parse().unwrap();
         let t = Instant::now();
-        // A burst: five at once are allowed, the sixth is refused while they are in progress.
-        let burst: Vec<Attempt> = (0..MAX_FAILURES).map(|_| a.begin(ip, t).unwrap()).collect();
-        assert_eq!(a.begin(ip, t).unwrap_err(), Refusal::TooMany);
-        // The five fail: the address is locked, even for the right password.
+        // A burst: two at once are checked, the third is refused while they are in progress.
+        let burst: Vec<Attempt> = (0..MAX_IN_FLIGHT).map(|_| a.begin(ip, t).unwrap()).collect();
+        assert_eq!(a.begin(ip, t).unwrap_err(), Refusal::Busy);
         for attempt in burst {
             attempt.failed(t);
         }
+        // Three more fail: the address is locked, even for the right password.
+        let burst: Vec<Attempt> = (0..MAX_IN_FLIGHT).map(|_| a.begin(ip, t).unwrap()).collect();
+        let last = a.begin(ip, t);
+        assert_eq!(last.as_ref().unwrap_err(), &Refusal::Busy);
+        for attempt in burst {
+            attempt.failed(t);
+        }
+        let fifth = a.begin(ip, t).unwrap();
+        assert_eq!(a.begin(ip, t).unwrap_err(), Refusal::TooMany, "four failed and one in progress");
+        fifth.failed(t);
         assert!(matches!(a.begin(ip, t), Err(Refusal::Locked(w)) if w == LOCKOUT));
+        assert!(matches!(a.admit(ip, t), Err(Refusal::Locked(_))), "refused before its body is read");
         assert!(a.begin(other, t).is_ok(), "another address is not locked");
         assert!(a.begin(ip, t + LOCKOUT).is_ok(), "for a while, not for ever");
+    }
+
+    #[test]
+    fn bodies_that_never_arrive_count_as_wrong_passwords() {
+        let a = Arc::new(Auth::new(None));
+        let ip: IpAddr = "192.0.2.9".parse().unwrap();
+        let t = Instant::now();
+        for _ in 0..MAX_FAILURES {
+            assert!(a.admit(ip, t).is_ok());
+            a.failed_unread(ip, t);
+        }
+        assert!(matches!(a.admit(ip, t), Err(Refusal::Locked(_))));
+    }
+
+    #[test]
+    fn the_last_check_is_kept_for_an_address_that_never_failed() {
+        let a = Arc::new(Auth::new(None));
+        let t = Instant::now();
+        // Strangers who have failed before fill all but one of the checks...
+        let strangers: Vec<IpAddr> = (0..MAX_PENDING as u32).map(|k| IpAddr::V4((0x0a00_0000 + k).into())).collect();
+        for ip in &strangers {
+            a.failed_unread(*ip, t);
+        }
+        let mut held = Vec::new();
+        for ip in &strangers {
+            if let Ok(attempt) = a.begin(*ip, t) {
+                held.push(attempt);
+            }
+        }
+        assert_eq!(held.len(), MAX_PENDING - 1);
+        assert_eq!(a.begin(strangers[0], t).unwrap_err(), Refusal::Busy);
+        // ...and the owner, with no failure on record, still gets the last.
+        let owner: IpAddr = "192.0.2.1".parse().unwrap();
+        let check = a.begin(owner, t).expect("the kept slot");
+        assert_eq!(a.begin("192.0.2.2".parse().unwrap(), t).unwrap_err(), Refusal::Busy, "and only one is kept");
+        check.succeeded();
+    }
+
+    #[test]
+    fn an_ipv6_host_is_one_address_per_64() {
+        let a = Arc::new(Auth::new(None));
+        let t = Instant::now();
+        for k in 0..MAX_FAILURES as u16 {
+            let ip = IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 1, 2, k, k, k, k + 1));
+            a.begin(ip, t).unwrap().failed(t);
+        }
+        let same_64: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let next_64: IpAddr = "2001:db8:1:3::9".parse().unwrap();
+        assert!(matches!(a.begin(same_64, t), Err(Refusal::Locked(_))));
+        assert!(a.begin(next_64, t).is_ok());
+        assert_eq!(client_key("::ffff:192.0.2.4".parse().unwrap()), "192.0.2.4".parse::<IpAddr>().unwrap());
     }
 
     #[test]
