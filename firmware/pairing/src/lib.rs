@@ -24,5 +24,5 @@ pub use code::{CodeError, PairingCode};
 pub use exchange::{Confirm, Hello, PairError, PairSecrets, Pending, Side, StreamKeys};
 pub use guard::{CodeGuard, Refusal};
 pub use link::{latency_for, link_route, link_url, LinkError, PeerRoute};
-pub use session::{Shower, ShowerError, Typer, TyperError};
+pub use session::{Expired, Shower, ShowerError, Typer, TyperError};
 pub use store::{PairRecord, Reach, StoreError, Via};

@@ -101,15 +101,18 @@ pub(crate) async fn join(State(s): State<AppState>, req: Request) -> Result<Json
         let e = verdict.err().map(|e| e.to_string()).unwrap_or_default();
         return Err(ApiError::User(StatusCode::BAD_GATEWAY, format!("{address} is not a telebridge box: {e}")));
     };
-    // Sent also after a wrong code, so that A burns it at once.
+    // Sent also after a wrong code, so that A counts the try at once.
     let welcome = pair_client::post(&address, "/api/pair/confirm", &confirmation).await.map_err(unreachable)?;
     let secrets = match verdict {
         Ok(secrets) => secrets,
         Err(TyperError::Pair(PairError::WrongCode)) => {
-            s.pairing.lock().last = Some(format!("wrong code for {address}: it now shows a new one"));
+            s.pairing.lock().last = Some(format!("wrong code for {address}"));
             return Err(ApiError::User(
                 StatusCode::FORBIDDEN,
-                format!("code: wrong code for {address}; it now shows a new one: type that"),
+                format!(
+                    "code: wrong code for {address}: check the code it shows and type it again (in {} s)",
+                    telebridge_pairing::guard::FIRST_WAIT.as_secs()
+                ),
             ));
         }
         Err(e) => return Err(ApiError::User(StatusCode::BAD_GATEWAY, format!("{address}: {e}"))),

@@ -45,8 +45,6 @@ pub struct Pairing {
 struct Inner {
     shower: Shower,
     record: Option<PairRecord>,
-    /// When A answered a hello (its round trip to B's confirmation is A's measurement).
-    answered: Option<Instant>,
     /// The last thing that happened, in words, for the panel.
     last: Option<String>,
     /// Why the box holds no pairing, when it lost one ("studio-a unpaired this box").
@@ -60,7 +58,7 @@ pub struct PairingView {
     pub code: Option<String>,
     /// The pairing held, if any.
     pub paired: Option<PairedView>,
-    /// The last thing that happened ("wrong code: a new one is shown").
+    /// The last thing that happened ("a wrong code was tried from 192.0.2.7").
     pub last: Option<String>,
     /// How the other box reaches this one (or will), in words: what the router did, or what
     /// the owner must do.
@@ -112,7 +110,7 @@ impl Pairing {
             }
             None => None,
         };
-        let inner = Inner { shower: Shower::new(box_id), record, answered: None, last: None, unpaired: None };
+        let inner = Inner { shower: Shower::new(box_id), record, last: None, unpaired: None };
         Self { path, inner: Mutex::new(inner), mapping: Arc::new(Mutex::new(Mapping::Unknown)) }
     }
 
@@ -157,10 +155,14 @@ impl Pairing {
 
     fn view(&self, config: Option<&telebridge_config::ValidConfig>) -> PairingView {
         let mut inner = self.lock();
-        if let Ok(fresh) = PairingCode::generate() {
-            if inner.shower.expire(fresh, Instant::now()) {
-                inner.last = Some("no confirmation came in time: the code was burnt, a new one is shown".into());
-            }
+        let expired = inner.shower.expire(Instant::now());
+        if expired.closed {
+            inner.last = Some(format!(
+                "pairing closed after {} wrong codes were tried: open it again",
+                telebridge_pairing::guard::MAX_WRONG
+            ));
+        } else if expired.late > 0 {
+            inner.last = Some("a pairing attempt sent no confirmation in time: counted as a wrong code".into());
         }
         let paired = inner.record.as_ref().map(|r| PairedView {
             peer: r.peer_id.clone(),

@@ -7,11 +7,13 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
+use telebridge_pairing::guard::{FIRST_WAIT, MAX_WRONG};
 use telebridge_pairing::store::Via;
-use telebridge_pairing::{wire, PairError, PairRecord, PairingCode, Reach, Refusal, ShowerError, Side};
+use telebridge_pairing::{wire, PairError, PairRecord, Reach, Refusal, ShowerError, Side};
 use tracing::warn;
 
-use super::{announce, fresh_code, unix_now};
+use super::{announce, unix_now};
+use crate::auth::client_key;
 use crate::body::read_body;
 use crate::error::ApiError;
 use crate::reach::Mapping;
@@ -19,20 +21,15 @@ use crate::AppState;
 
 /// `POST /api/pair/hello` (box B to box A, no session): A's answer to B's hello.
 pub(crate) async fn hello(State(s): State<AppState>, req: Request) -> Response {
+    let from = client_key(crate::middleware::client_ip(req.extensions()));
     let body = match read_body(req, wire::MAX_BYTES).await {
         Ok(b) => b,
         Err(r) => return r,
     };
     let text = String::from_utf8_lossy(&body);
     let mut inner = s.pairing.lock();
-    if let Ok(fresh) = PairingCode::generate() {
-        inner.shower.expire(fresh, Instant::now());
-    }
-    match inner.shower.on_hello(&text, Instant::now()) {
-        Ok(answer) => {
-            inner.answered = Some(Instant::now());
-            ([(header::CONTENT_TYPE, "application/json")], answer).into_response()
-        }
+    match inner.shower.on_hello(&text, from, Instant::now()) {
+        Ok(answer) => ([(header::CONTENT_TYPE, "application/json")], answer).into_response(),
         Err(e) => shower_error(e).into_response(),
     }
 }
@@ -45,9 +42,13 @@ fn shower_error(e: ShowerError) -> ApiError {
         ShowerError::Refused(Refusal::Busy) => ApiError::Later(StatusCode::CONFLICT, e.to_string(), 2),
         ShowerError::Refused(_) | ShowerError::Unexpected => ApiError::User(StatusCode::CONFLICT, e.to_string()),
         ShowerError::Wire(_) => ApiError::User(StatusCode::BAD_REQUEST, e.to_string()),
-        ShowerError::Pair(PairError::WrongCode) => {
-            ApiError::User(StatusCode::FORBIDDEN, "wrong code: this box now shows a new one".into())
-        }
+        ShowerError::Pair(PairError::WrongCode) => ApiError::User(
+            StatusCode::FORBIDDEN,
+            format!(
+                "wrong code: check the code this box shows (the next try from here waits {} s)",
+                FIRST_WAIT.as_secs()
+            ),
+        ),
         ShowerError::Pair(_) => ApiError::User(StatusCode::BAD_REQUEST, e.to_string()),
     }
 }
@@ -62,26 +63,30 @@ pub(crate) struct Welcome {
     pub(super) srt_address: Option<String>,
 }
 
-/// `POST /api/pair/confirm` (box B to box A, no session): paired, or the code burnt.
+/// `POST /api/pair/confirm` (box B to box A, no session): paired, or a wrong try counted.
 pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<Json<Welcome>, ApiError> {
     // B's public address as this box sees it: where a rendezvous would meet it.
     let b_seen = crate::middleware::client_ip(req.extensions());
+    let from = client_key(b_seen);
     let body = read_body(req, wire::MAX_BYTES).await.map_err(|_| {
         ApiError::User(StatusCode::BAD_REQUEST, format!("a confirmation is at most {} bytes", wire::MAX_BYTES))
     })?;
     let text = String::from_utf8_lossy(&body);
-    let fresh = fresh_code()?;
-    let (verdict, answered) = {
+    let verdict = {
         let mut inner = s.pairing.lock();
-        let verdict = inner.shower.on_confirm(&text, fresh, Instant::now());
+        let verdict = inner.shower.on_confirm(&text, from, Instant::now());
         if matches!(verdict, Err(ShowerError::Pair(PairError::WrongCode))) {
-            inner.last = Some("a wrong code was tried: it was burnt and a new one is shown".into());
-            warn!("pairing: a wrong code was tried; a new code is shown");
+            inner.last = Some(if inner.shower.closed() {
+                format!("pairing closed after {MAX_WRONG} wrong codes were tried: open it again")
+            } else {
+                format!("a wrong code was tried from {b_seen}")
+            });
+            warn!(from = %b_seen, "pairing: a wrong code was tried");
         }
-        (verdict, inner.answered.take())
+        verdict
     };
-    let secrets = verdict.map_err(shower_error)?;
-    let rtt_ms = answered.map_or(0, |t| t.elapsed().as_millis().min(u128::from(u32::MAX)) as u32);
+    let (secrets, answered) = verdict.map_err(shower_error)?;
+    let rtt_ms = answered.elapsed().as_millis().min(u128::from(u32::MAX)) as u32;
     let mut record = PairRecord::new(Side::A, secrets, Reach::Listen, None, rtt_ms, unix_now());
     let srt_address = match s.pairing.mapping.lock().unwrap_or_else(|p| p.into_inner()).clone() {
         Mapping::Mapped { public } => Some(public),
