@@ -30,8 +30,10 @@ fn upload(port: u16, body: &[u8]) -> (u16, String) {
 #[test]
 fn a_bundle_streams_to_the_data_partition_and_the_helper_is_asked_and_heard() {
     let dir = scratch("update");
-    let (run, state) = (dir.join("run"), dir.join("state"));
+    let (run, state) = (dir.join("run/telebridge"), dir.join("state"));
+    let answers = dir.join("run/telebridge-helper");
     std::fs::create_dir_all(&run).unwrap();
+    std::fs::create_dir_all(&answers).unwrap();
     std::fs::create_dir_all(&state).unwrap();
     let port = free_tcp_port();
     let env = [("RUNTIME_DIRECTORY", run.to_str().unwrap()), ("STATE_DIRECTORY", state.to_str().unwrap())];
@@ -52,9 +54,15 @@ fn a_bundle_streams_to_the_data_partition_and_the_helper_is_asked_and_heard() {
     let (status, body) = upload(port, b"another");
     assert_eq!(status, 409, "{body}");
 
-    // The helper's verdict, in its words.
-    std::fs::write(run.join("update-status"), "failed\nrauc: signature verification failed: certificate not trusted\n")
-        .unwrap();
+    // The helper takes the request and gives its verdict, in its words, in its own folder (an
+    // answer in the daemon's folder is not the helper's: issue 36, finding 7).
+    std::fs::remove_file(run.join("update-request")).unwrap();
+    std::fs::write(run.join("update-status"), "installed\nplanted by the daemon\n").unwrap();
+    std::fs::write(
+        answers.join("update-status"),
+        "failed\nrauc: signature verification failed: certificate not trusted\n",
+    )
+    .unwrap();
     let now = get_json(port, "/api/update");
     assert_eq!(now["state"], "failed");
     assert!(now["message"].as_str().unwrap().contains("certificate not trusted"), "{now}");

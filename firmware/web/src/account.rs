@@ -24,13 +24,7 @@ pub(crate) const SETUP_FILE_HEAD: &str = "Telebridge setup code: ";
 /// Removes the setup code file once the password is set: the code is spent, and a file that
 /// says otherwise only misleads. Only a file that is ours (it starts with our words) goes.
 pub(crate) fn remove_setup_code_file(path: &str) {
-    let path = std::path::Path::new(path);
-    if std::fs::read_to_string(path).is_ok_and(|t| t.starts_with(SETUP_FILE_HEAD)) {
-        match std::fs::remove_file(path) {
-            Ok(()) => info!(file = %path.display(), "setup code file removed (the password is set)"),
-            Err(e) => warn!(file = %path.display(), error = %e, "cannot remove the spent setup code file"),
-        }
-    }
+    crate::helper::publish_setup_code(path, None);
 }
 
 pub(crate) async fn setup_status(State(s): State<AppState>) -> Json<serde_json::Value> {

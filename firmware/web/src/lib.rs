@@ -14,6 +14,7 @@ mod body;
 mod config_api;
 pub mod daemon;
 mod error;
+mod helper;
 mod live;
 mod middleware;
 pub mod pair_client;
@@ -29,7 +30,7 @@ use axum::middleware as mw;
 use axum::routing::{get, post};
 use axum::Router;
 use telebridge_appliance::{ConfigStore, DaemonCommand};
-use tracing::{info, warn};
+use tracing::warn;
 
 use crate::auth::Auth;
 pub use crate::daemon::Daemon;
@@ -74,11 +75,7 @@ impl AppState {
         if let Some(code) = &code {
             // The one secret that is logged, by design: it is how the owner gets in the first time.
             warn!(setup_code = %code, "first start: no password yet; open the panel and enter this setup code");
-            let path = std::path::Path::new(&file.web.setup_code_file);
-            match std::fs::write(path, format!("{}{code}\n", account::SETUP_FILE_HEAD)) {
-                Ok(()) => info!(file = %path.display(), "setup code written"),
-                Err(e) => warn!(file = %path.display(), error = %e, "cannot write the setup code file"),
-            }
+            helper::publish_setup_code(&file.web.setup_code_file, Some(code));
         }
         if let Some(code) = &code {
             let text = format!("Setup code: {code}\nOpen the panel and enter it to choose a password.");

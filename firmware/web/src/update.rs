@@ -5,7 +5,8 @@
 //! (`/var/lib/telebridge`, the data partition), then the helper runs `rauc install`, which checks
 //! the signature against the image's keyring and writes the root slot that is not running, and
 //! reboots into it; a slot whose daemon is not ready within minutes sends the box back to the
-//! one before (docs/image.md). The helper says how it went in `update-status` (state, message).
+//! one before (docs/image.md). The helper says how it went in `update-status` (state, message),
+//! in its own folder ([`crate::helper`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,6 +22,7 @@ use tokio::io::AsyncWriteExt;
 use tracing::{info, warn};
 
 use crate::error::error;
+use crate::helper::{answers_dir, request, requests_dir};
 use crate::AppState;
 
 /// The largest bundle taken (a root file system, compressed).
@@ -30,11 +32,6 @@ const UPLOAD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The bundle's name in the state directory.
 const BUNDLE: &str = "update.raucb";
 
-/// Where requests go and the helper's answers come from: systemd's runtime directory.
-fn requests_dir() -> Option<PathBuf> {
-    std::env::var_os("RUNTIME_DIRECTORY").map(PathBuf::from).filter(|p| p.is_dir())
-}
-
 fn no_helper(what: &str) -> Response {
     error(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -42,13 +39,6 @@ fn no_helper(what: &str) -> Response {
             "{what} is done by the box's helper (telebridge-helper.path), which runs where systemd starts the daemon"
         ),
     )
-}
-
-/// Writes a request for the helper, atomically (it acts on the file's appearance).
-fn request(dir: &Path, name: &str, body: &str) -> std::io::Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, body)?;
-    std::fs::rename(tmp, dir.join(name))
 }
 
 /// Reboots the box through the helper; refused under `--sim`, where there is no box.
@@ -84,10 +74,19 @@ fn read_status(text: Option<&str>) -> UpdateStatus {
     UpdateStatus { state, message: message.trim().to_string() }
 }
 
+/// The last update's state: installing while the request waits for the helper, else what the
+/// helper last said in its own folder.
+fn current_status() -> UpdateStatus {
+    if requests_dir().is_some_and(|d| d.join("update-request").exists()) {
+        return UpdateStatus { state: "installing".into(), message: "handing the bundle to the helper".into() };
+    }
+    let text = answers_dir().and_then(|d| std::fs::read_to_string(d.join("update-status")).ok());
+    read_status(text.as_deref())
+}
+
 /// `GET /api/update`: the last update's state.
 pub(crate) async fn status() -> Response {
-    let text = requests_dir().and_then(|d| std::fs::read_to_string(d.join("update-status")).ok());
-    Json(read_status(text.as_deref())).into_response()
+    Json(current_status()).into_response()
 }
 
 /// `POST /api/update`: the bundle as the body (`application/octet-stream`), at most 2 GiB.
@@ -97,7 +96,7 @@ pub(crate) async fn upload(req: Request) -> Response {
     let Some(state_dir) = std::env::var_os("STATE_DIRECTORY").map(PathBuf::from) else {
         return no_helper("updating");
     };
-    if read_status(std::fs::read_to_string(dir.join("update-status")).ok().as_deref()).state == "installing" {
+    if current_status().state == "installing" {
         return error(StatusCode::CONFLICT, "an update is being installed: wait for it");
     }
     let path = state_dir.join(BUNDLE);
@@ -117,10 +116,7 @@ pub(crate) async fn upload(req: Request) -> Response {
         }
     };
     info!(bytes = size, "update bundle received; asking the helper to install it");
-    let status = format!("installing\nchecking the bundle's signature ({size} bytes)\n");
-    if let Err(e) = std::fs::write(dir.join("update-status"), status)
-        .and_then(|()| request(&dir, "update-request", &format!("{}\n", path.display())))
-    {
+    if let Err(e) = request(&dir, "update-request", &format!("{}\n", path.display())) {
         return error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot ask for the update: {e}"));
     }
     (StatusCode::ACCEPTED, Json(json!({ "state": "installing", "bytes": size }))).into_response()
