@@ -270,6 +270,31 @@ extern "C" {
     pub fn srt_getversion() -> u32;
 }
 
+/// The libsrt whose `srt.h` the structures above were laid out from (1.5.x): the version a
+/// running libsrt must have, as `srt_getversion` gives it (major, minor).
+pub const LAYOUT_VERSION: (u32, u32) = (1, 5);
+
+/// libsrt's version as (major, minor, patch).
+pub fn library_version() -> (u32, u32, u32) {
+    // SAFETY: srt_getversion takes nothing and returns a number.
+    let v = unsafe { srt_getversion() };
+    (v >> 16, (v >> 8) & 0xff, v & 0xff)
+}
+
+/// Refuses a libsrt whose statistics structure may be laid out otherwise than the one this
+/// binding reads (a different major or minor version), in words.
+pub fn check_library() -> Result<(), String> {
+    let (major, minor, patch) = library_version();
+    if (major, minor) == LAYOUT_VERSION {
+        Ok(())
+    } else {
+        Err(format!(
+            "libsrt {major}.{minor}.{patch} is installed; this telebridge reads libsrt {}.{}'s structures: install libsrt {}.{} (Debian's libsrt1.5-gnutls)",
+            LAYOUT_VERSION.0, LAYOUT_VERSION.1, LAYOUT_VERSION.0, LAYOUT_VERSION.1
+        ))
+    }
+}
+
 #[cfg(test)]
 mod ffi_layout {
     use super::*;
@@ -283,8 +308,6 @@ mod ffi_layout {
         assert_eq!(offset_of!(SRT_TRACEBSTATS, msRcvBuf), 388);
         assert_eq!(offset_of!(SRT_TRACEBSTATS, byteRecvUnique), 488);
         assert_eq!(size_of::<SRT_MSGCTRL>(), 48);
-        // SAFETY: srt_getversion takes nothing and returns a number.
-        let v = unsafe { srt_getversion() };
-        assert!(v >= 0x010402, "libsrt {v:x} is older than 1.4.2");
+        assert_eq!(check_library(), Ok(()), "the libsrt linked here is the one laid out");
     }
 }

@@ -21,6 +21,7 @@ pub mod ts_check;
 pub mod ways;
 
 pub use backoff::Backoff;
+pub use ffi::check_library;
 pub use input::{InputState, InputStatus, SrtInput};
 pub use output::{OutputState, OutputStatus, SrtOutput};
 pub use reject::{install_log_hook, RejectReason};

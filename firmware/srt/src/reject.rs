@@ -107,10 +107,18 @@ pub fn rejected_since(since: Instant) -> Option<RejectReason> {
     recent.iter().find(|r| !matches!(r, RejectReason::Other(_))).or_else(|| recent.first()).map(|r| (*r).clone())
 }
 
+/// Rejections remembered at most (the last minute's, and no more than these): a stranger's
+/// flood of handshakes cannot grow the list.
+const MAX_REJECTS: usize = 64;
+
 fn record(reason: RejectReason) {
     let mut g = rejects().lock().unwrap_or_else(|p| p.into_inner());
     let now = Instant::now();
     g.retain(|(t, _)| now.duration_since(*t).as_secs() < 60);
+    if g.len() >= MAX_REJECTS {
+        let over = g.len() + 1 - MAX_REJECTS;
+        g.drain(..over);
+    }
     g.push((now, reason));
 }
 
@@ -193,6 +201,14 @@ mod tests {
             .collect();
         // 20 s of five a second: a line at 10 s and at 20 s, each counting the ones between.
         assert_eq!(logged, vec![(50, 49), (100, 49)]);
+    }
+
+    #[test]
+    fn the_remembered_rejections_are_bounded() {
+        for _ in 0..MAX_REJECTS * 20 {
+            record(RejectReason::Other("a stranger's handshake".into()));
+        }
+        assert_eq!(rejects().lock().unwrap().len(), MAX_REJECTS);
     }
 
     #[test]

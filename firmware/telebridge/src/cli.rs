@@ -14,6 +14,15 @@ use crate::flags::Flags;
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> ExitCode {
+    let uses_srt = !matches!(cli.command, Command::Config(_) | Command::Encoders { .. });
+    if uses_srt {
+        // libsrt's statistics are read through structures laid out for one version: refuse
+        // another in words rather than read garbage (issue 36, finding 8).
+        if let Err(e) = telebridge_srt::check_library() {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     match cli.command {
         Command::Config(ConfigCommand::Default) => {
             print!("{}", telebridge_config::EXAMPLE_TOML);

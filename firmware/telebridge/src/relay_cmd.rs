@@ -42,6 +42,10 @@ pub fn lean(cli: Cli) -> ExitCode {
     let Command::Relay(args) = cli.command else {
         return bad_input(format!("{LEAN_BINARY} only relays: run `{LEAN_BINARY} relay --input ... --output ...`"));
     };
+    if let Err(e) = telebridge_srt::check_library() {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     if let Some(ports) = &args.meet {
         return crate::meet_cmd::meet(ports);
     }

@@ -157,7 +157,9 @@ pub fn router(state: AppState) -> Router {
             .route("/api/sim/stall", post(sim::sim_stall))
             .route("/api/sim/signal", post(sim::sim_signal));
     }
-    r.layer(mw::from_fn(middleware::csrf)).layer(mw::from_fn(middleware::no_store)).with_state(state)
+    r.layer(mw::from_fn_with_state(state.clone(), middleware::csrf))
+        .layer(mw::from_fn(middleware::no_store))
+        .with_state(state)
 }
 
 /// Where a box keeps its pairing: beside its configuration file.

@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use axum::extract::{Query, Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -137,18 +137,52 @@ pub(crate) async fn logs(Query(q): Query<LogsQuery>) -> Response {
         .into_response()
 }
 
-/// Prometheus: a session or the read-only bearer token of `web.metrics_token`.
-pub(crate) async fn metrics_handler(State(s): State<AppState>, headers: HeaderMap) -> Response {
+/// Whether the bearer token `given` is `token`: compared in time that does not depend on where
+/// they differ, and never equal to an unset token.
+fn token_matches(given: &str, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    !token.is_empty() && bool::from(given.as_bytes().ct_eq(token.as_bytes()))
+}
+
+/// Prometheus: a session or the read-only bearer token of `web.metrics_token`. A wrong token
+/// counts as a wrong password for its address (the same five a minute, then locked out).
+pub(crate) async fn metrics_handler(State(s): State<AppState>, req: axum::extract::Request) -> Response {
+    let ip = crate::middleware::client_ip(req.extensions());
+    let headers = req.headers();
     let token = s.store.file().web.metrics_token;
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| !token.is_empty() && t == token);
-    let session = session_token(&headers).is_some_and(|t| s.auth.valid(&t, Instant::now()));
+    let given =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let session = session_token(headers).is_some_and(|t| s.auth.valid(&t, Instant::now()));
+    let bearer = match given {
+        Some(_) if session => false,
+        Some(t) => {
+            if let Err(r) = s.auth.admit(ip, Instant::now()) {
+                return crate::error::refused(ip, r);
+            }
+            let ok = token_matches(t, &token);
+            if !ok {
+                s.auth.failed_unread(ip, Instant::now());
+            }
+            ok
+        }
+        None => false,
+    };
     if !bearer && !session {
         return error(StatusCode::UNAUTHORIZED, "log in, or send Authorization: Bearer <web.metrics_token>");
     }
     let st = s.daemon.status().borrow().clone();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics::render(&st)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metrics_token_is_matched_whole_and_never_when_unset() {
+        assert!(token_matches("s3cret-token", "s3cret-token"));
+        assert!(!token_matches("s3cret-tokeN", "s3cret-token"));
+        assert!(!token_matches("s3cret", "s3cret-token"));
+        assert!(!token_matches("", ""));
+    }
 }

@@ -29,9 +29,36 @@ pub(crate) fn client_ip(req_ext: &axum::http::Extensions) -> IpAddr {
     req_ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()).unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
 }
 
+/// Whether `host` (a Host header: a name or address, perhaps with a port) names this box: an
+/// address written as such (a page can only have such an origin if the user typed it), the
+/// box's own host name or `NAME.local`, its configured name, or `localhost`. A name of a
+/// stranger's that resolves to the box (DNS rebinding: `evil.example` made to point at the box
+/// after the page loaded) is not one of them, though its page's Origin equals its Host.
+pub(crate) fn names_this_box(host: &str, own: &[String]) -> bool {
+    let name = match host.rsplit_once(':') {
+        Some((h, port)) if !h.is_empty() && port.parse::<u16>().is_ok() && (!h.contains(':') || h.ends_with(']')) => h,
+        _ => host,
+    };
+    let name = name.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
+    if name.parse::<std::net::IpAddr>().is_ok() || name == "localhost" {
+        return true;
+    }
+    own.iter().any(|o| {
+        let o = o.trim_end_matches('.').to_ascii_lowercase();
+        !o.is_empty() && (name == o || name == format!("{o}.local"))
+    })
+}
+
+/// The names this box answers to: its host name and its configured name.
+fn own_names(s: &AppState) -> Vec<String> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+    vec![host, s.store.file().name]
+}
+
 /// Requests that change something must come from the panel's own origin (a browser sends
-/// `Origin`), or carry [`CSRF_HEADER`] (which a cross-site form cannot set).
-pub(crate) async fn csrf(req: Request, next: Next) -> Response {
+/// `Origin`), naming this box ([`names_this_box`]), or carry [`CSRF_HEADER`] without an Origin
+/// (which a cross-site form cannot set, and a browser's page always sends an Origin with).
+pub(crate) async fn csrf(State(s): State<AppState>, req: Request, next: Next) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
@@ -42,6 +69,12 @@ pub(crate) async fn csrf(req: Request, next: Next) -> Response {
             let bare = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")).unwrap_or("");
             if bare.is_empty() || bare != host {
                 return error(StatusCode::FORBIDDEN, format!("origin {origin} is not this box ({host})"));
+            }
+            if !names_this_box(host, &own_names(&s)) {
+                return error(
+                    StatusCode::FORBIDDEN,
+                    format!("{host} is not a name of this box: open the panel by its address or its name"),
+                );
             }
         }
         None if h.contains_key(CSRF_HEADER) => {}
@@ -74,4 +107,31 @@ pub(crate) async fn require_session(State(s): State<AppState>, req: Request, nex
 
 pub(crate) fn session_cookie(token: &str) -> String {
     format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", auth::SESSION_TTL.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_box_s_names_and_addresses_pass_and_a_rebound_name_does_not() {
+        let own = vec!["telebridge-3f2a".to_string(), "studio-a".to_string()];
+        for ok in [
+            "192.168.1.20",
+            "192.168.1.20:8080",
+            "[fd00::7]:80",
+            "[fd00::7]",
+            "localhost:8080",
+            "telebridge-3f2a.local",
+            "Telebridge-3F2A.local.:80",
+            "studio-a",
+            "studio-a.local:8080",
+        ] {
+            assert!(names_this_box(ok, &own), "{ok}");
+        }
+        for bad in ["evil.example", "evil.example:80", "studio-a.evil.example", "telebridge-3f2a.local.evil", ""] {
+            assert!(!names_this_box(bad, &own), "{bad}");
+        }
+        assert!(!names_this_box("x.local", &[String::new()]), "an empty name matches nothing");
+    }
 }

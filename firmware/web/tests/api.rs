@@ -32,6 +32,8 @@ struct Box_ {
 
 fn config(dir: &std::path::Path) -> Config {
     let mut c = Config {
+        // The panel is opened as http://box.local: the box's own name.
+        name: "box".into(),
         outputs: vec![
             OutputConfig {
                 url: format!("srt://192.0.2.1:9000?passphrase={PASSPHRASE}&pbkeylen=32"),
