@@ -31,6 +31,31 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+fn welcome_mac(pair_key: &str, pair_id: &str, srt_port: u16, srt_address: Option<&str>) -> Option<Hmac<Sha256>> {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(pair_key.as_bytes()).ok()?;
+    m.update(format!("welcome\0{pair_id}\0{srt_port}\0{}", srt_address.unwrap_or("")).as_bytes());
+    Some(m)
+}
+
+/// The tag box A puts on its welcome (the port and public address B is to call), under the
+/// pair's key: the welcome travels over plain HTTP after the exchange, and a stranger on the
+/// way (or a fake router's claimed address) must not choose where B calls (issue 36, finding 5).
+pub fn welcome_tag(pair_key: &str, pair_id: &str, srt_port: u16, srt_address: Option<&str>) -> String {
+    welcome_mac(pair_key, pair_id, srt_port, srt_address).map(|m| hex(&m.finalize().into_bytes())).unwrap_or_default()
+}
+
+/// Whether `tag` is A's tag on this welcome.
+pub fn welcome_genuine(pair_key: &str, pair_id: &str, srt_port: u16, srt_address: Option<&str>, tag: &str) -> bool {
+    if tag.len() != 64 || !tag.is_ascii() {
+        return false;
+    }
+    let Ok(tag) = (0..32).map(|i| u8::from_str_radix(&tag[2 * i..2 * i + 2], 16)).collect::<Result<Vec<u8>, _>>()
+    else {
+        return false;
+    };
+    welcome_mac(pair_key, pair_id, srt_port, srt_address).is_some_and(|m| m.verify_slice(&tag).is_ok())
+}
+
 /// The farewell of a box that unpairs, at `unix` seconds.
 pub fn farewell(record: &PairRecord, unix: u64) -> Vec<u8> {
     let tag = mac(record, "unpair", unix).map(|m| hex(&m.finalize().into_bytes())).unwrap_or_default();
@@ -65,6 +90,18 @@ mod tests {
 
     use super::*;
     use crate::store::{Reach, StoredSide};
+
+    #[test]
+    fn a_welcome_is_genuine_only_as_a_sent_it() {
+        let key = "ab".repeat(32);
+        let tag = welcome_tag(&key, "0123456789abcdef", 7700, Some("198.20.0.1:7700"));
+        assert!(welcome_genuine(&key, "0123456789abcdef", 7700, Some("198.20.0.1:7700"), &tag));
+        assert!(!welcome_genuine(&key, "0123456789abcdef", 7700, Some("203.0.113.66:7700"), &tag), "address changed");
+        assert!(!welcome_genuine(&key, "0123456789abcdef", 7701, Some("198.20.0.1:7700"), &tag), "port changed");
+        assert!(!welcome_genuine(&key, "0123456789abcdef", 7700, None, &tag), "address removed");
+        assert!(!welcome_genuine(&"cd".repeat(32), "0123456789abcdef", 7700, Some("198.20.0.1:7700"), &tag));
+        assert!(!welcome_genuine(&key, "0123456789abcdef", 7700, Some("198.20.0.1:7700"), "00"));
+    }
 
     fn record(key: &str) -> PairRecord {
         PairRecord {

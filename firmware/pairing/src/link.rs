@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use telebridge_config::{BridgeSettings, KeyLength, SrtMode, SrtUrl};
 
-use crate::store::{PairRecord, Reach, Via};
+use crate::store::{PairRecord, Reach};
 
 /// The SRT latency asks for this many round trips: each lost packet can be asked for again
 /// about three times before its time to be shown (SRT's guidance is 3-4 x RTT).
@@ -51,9 +51,10 @@ impl PeerRoute {
 /// `SRTO_CONNTIMEO` in rendezvous.
 pub const RENDEZVOUS_CONNTIMEO: Duration = Duration::from_millis(800);
 
-/// The pair's ways on this box: [`link_url`]; then, when the listening box is not known to be
-/// reachable (no port mapping), a rendezvous with the other's public address if known, and one
-/// through the meeting point (`bridge.relay`, the port the pair id picks) if set.
+/// The pair's ways on this box: [`link_url`]; then a rendezvous with the other's public address
+/// if known, and one through the meeting point (`bridge.relay`, the port the pair id picks) if
+/// set. Also after a port mapping: the router said it passes the port, which a router behind
+/// another one, or a stranger's fake one, says too (issue 36, finding 5).
 pub fn link_route(record: &PairRecord, bridge: &BridgeSettings) -> Result<PeerRoute, LinkError> {
     let first = link_url(record, bridge)?;
     let mut then = Vec::new();
@@ -68,16 +69,14 @@ pub fn link_route(record: &PairRecord, bridge: &BridgeSettings) -> Result<PeerRo
         r.key_length = Some(KeyLength::Aes256);
         r
     };
-    if record.via == Via::Direct {
-        if let Some(other) = record.rendezvous.as_deref() {
-            let (host, port) = host_port(other)?;
-            then.push(rendezvous(host, port, port));
-        }
-        if let Some(relay) = &bridge.relay {
-            let side = usize::from(record.side == crate::store::StoredSide::B);
-            let port = crate::meet::port_for(&record.pair_id, side, relay.first, relay.last);
-            then.push(rendezvous(relay.host.clone(), port, bridge.port));
-        }
+    if let Some(other) = record.rendezvous.as_deref() {
+        let (host, port) = host_port(other)?;
+        then.push(rendezvous(host, port, port));
+    }
+    if let Some(relay) = &bridge.relay {
+        let side = usize::from(record.side == crate::store::StoredSide::B);
+        let port = crate::meet::port_for(&record.pair_id, side, relay.first, relay.last);
+        then.push(rendezvous(relay.host.clone(), port, bridge.port));
     }
     let mut first = first;
     if first.mode == SrtMode::Listener && then.iter().any(|w| w.host.as_deref().is_some_and(|h| !h.contains(':'))) {
@@ -134,6 +133,7 @@ mod tests {
 
     use super::*;
     use crate::store::StoredSide;
+    use crate::store::Via;
 
     fn record(reach: Reach, peer: Option<&str>, rtt_ms: u32) -> PairRecord {
         PairRecord {
@@ -190,7 +190,11 @@ mod tests {
         assert_eq!((route.then[1].host.as_deref(), route.then[1].port), (Some("relay.example"), port));
         assert_eq!(route.then[1].local_port, Some(7700));
         r.via = Via::PortMapping;
-        assert!(link_route(&r, &bridge()).unwrap().then.is_empty(), "a mapped port is known to work");
+        assert_eq!(
+            link_route(&r, &bridge()).unwrap().then.len(),
+            1,
+            "a router's word is no proof: the rendezvous stays"
+        );
         r.via = Via::Direct;
         r.rendezvous = None;
         let single = link_route(&r, &bridge()).unwrap();

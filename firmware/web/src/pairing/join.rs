@@ -120,9 +120,23 @@ pub(crate) async fn join(State(s): State<AppState>, req: Request) -> Result<Json
     if welcome.status != 200 {
         return Err(from_a(&address, &welcome));
     }
-    let Welcome { srt_port, srt_address } = serde_json::from_str(&welcome.body).map_err(|e| {
+    let Welcome { srt_port, srt_address, tag } = serde_json::from_str(&welcome.body).map_err(|e| {
         ApiError::User(StatusCode::BAD_GATEWAY, format!("{address} answered a pairing it did not explain: {e}"))
     })?;
+    if !telebridge_pairing::control::welcome_genuine(
+        secrets.pair_key.expose(),
+        &secrets.pair_id,
+        srt_port,
+        srt_address.as_deref(),
+        &tag,
+    ) {
+        return Err(ApiError::User(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "{address}'s answer was altered on the way (its tag is wrong): not paired; unpair on it and pair again"
+            ),
+        ));
+    }
     let rtt = answer.connect.min(welcome.connect);
     let rtt_ms = rtt.as_micros().div_ceil(1000).min(u128::from(u32::MAX)) as u32;
     let host = address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h);
@@ -130,7 +144,9 @@ pub(crate) async fn join(State(s): State<AppState>, req: Request) -> Result<Json
         Some(public) => (public, Via::PortMapping),
         None => (format!("{host}:{srt_port}"), Via::Direct),
     };
-    let rendezvous = (via == Via::Direct).then(|| peer.clone());
+    // Where a rendezvous would meet A: the address typed, also after A's router said it passes
+    // the port (a router behind another one, or a stranger's fake one, says so too).
+    let rendezvous = Some(format!("{host}:{srt_port}"));
     let mut record = PairRecord::new(Side::B, secrets, Reach::Call, Some(peer), rtt_ms, unix_now());
     record.via = via;
     record.rendezvous = rendezvous;

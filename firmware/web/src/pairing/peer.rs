@@ -61,6 +61,8 @@ pub(crate) struct Welcome {
     pub(super) srt_port: u16,
     /// ...or here: the public address A's router passes to A.
     pub(super) srt_address: Option<String>,
+    /// Both, tagged under the pair's key ([`telebridge_pairing::control::welcome_tag`]).
+    pub(super) tag: String,
 }
 
 /// `POST /api/pair/confirm` (box B to box A, no session): paired, or a wrong try counted.
@@ -95,10 +97,16 @@ pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<J
     let srt_port = s.store.running().map_or(7700, |c| c.bridge.port);
     if srt_address.is_some() {
         record.via = Via::PortMapping;
-    } else {
-        record.rendezvous = Some(std::net::SocketAddr::new(b_seen, srt_port).to_string());
     }
+    // Where a rendezvous would meet B: kept also after a port mapping, which may not work.
+    record.rendezvous = Some(std::net::SocketAddr::new(b_seen, srt_port).to_string());
+    let tag = telebridge_pairing::control::welcome_tag(
+        record.pair_key.expose(),
+        &record.pair_id,
+        srt_port,
+        srt_address.as_deref(),
+    );
     s.pairing.keep(record)?;
     announce(&s).await;
-    Ok(Json(Welcome { srt_port, srt_address }))
+    Ok(Json(Welcome { srt_port, srt_address, tag }))
 }
