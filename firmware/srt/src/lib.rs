@@ -7,7 +7,7 @@ pub mod addr;
 pub mod backoff;
 pub mod connect;
 pub mod epoll;
-pub mod ffi;
+pub(crate) mod ffi;
 pub mod input;
 pub mod listen_hook;
 pub mod output;
