@@ -76,12 +76,18 @@ async fn post_inner(address: &str, path: &str, body: &str) -> Result<Answer, Cli
     parse(&raw, connect).ok_or_else(|| ClientError::Garbled(address.to_string()))
 }
 
-/// Reads an HTTP/1.1 answer with a `Content-Length` body (axum's JSON answers).
-fn parse(raw: &[u8], connect: Duration) -> Option<Answer> {
+/// Reads an HTTP/1.1 answer with a `Content-Length` body (axum's JSON answers): what the
+/// other box, or whoever answers at the address typed, sent (fuzzed: fuzz/fuzz_targets).
+pub fn parse(raw: &[u8], connect: Duration) -> Option<Answer> {
     let text = std::str::from_utf8(raw).ok()?;
     let (head, body) = text.split_once("\r\n\r\n")?;
     let mut lines = head.split("\r\n");
-    let status = lines.next()?.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()?;
+    let code = lines.next()?.strip_prefix("HTTP/1.1 ")?.get(..3)?;
+    // Three digits, 100 to 999: `+42` or ` 42` is no status (found by fuzz/pair_client).
+    let status: u16 = code.bytes().all(|b| b.is_ascii_digit()).then(|| code.parse().ok()).flatten()?;
+    if status < 100 {
+        return None;
+    }
     let mut retry_after = None;
     let mut length = None;
     for line in lines {
@@ -110,5 +116,7 @@ mod tests {
         assert_eq!((a.status, a.retry_after, a.body.as_str()), (429, Some(5), "{\"error\":1}"));
         assert!(parse(b"SSH-2.0-OpenSSH\r\n\r\n", Duration::ZERO).is_none());
         assert!(parse(b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\nshort", Duration::ZERO).is_none());
+        assert!(parse(b"HTTP/1.1 +429 Too Many\r\n\r\n", Duration::ZERO).is_none(), "a sign is no digit");
+        assert!(parse(b"HTTP/1.1 042 x\r\n\r\n", Duration::ZERO).is_none());
     }
 }
