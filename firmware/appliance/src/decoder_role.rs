@@ -9,8 +9,10 @@
 
 use std::future::Future;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
 use std::time::{Duration, Instant};
+use telebridge_media::watched::Watched;
 
 use telebridge_config::Config;
 use telebridge_config::SrtUrl;
@@ -153,7 +155,13 @@ struct Decoding {
     timeline: telebridge_media::timeline::TimelineWatch,
 }
 
+/// How long the stats loop waits for one of its locks before it logs who holds it and goes on.
+const STATS_LOCK_WAIT: Duration = Duration::from_millis(200);
+/// How long the summary at the end waits for one.
+const END_LOCK_WAIT: Duration = Duration::from_secs(1);
+
 /// Runs the decoder until `duration` elapses or `shutdown` completes.
+
 pub async fn run_decoder(
     options: DecodeOptions,
     shutdown: impl Future<Output = ()>,
@@ -168,9 +176,10 @@ pub async fn run_decoder(
     let first_text = slate(false, None);
     let display = Arc::new(Display::start(options.sink.clone(), (1280, 720), first_text)?);
     let counters = Arc::new(DecoderCounters::default());
-    let recent = Arc::new(Mutex::new(LatencyWindow::new(Duration::from_secs(5))));
-    let whole = Arc::new(Mutex::new(LatencyHistogram::default()));
-    let decoding = Arc::new(Mutex::new(Decoding { pipeline: None, last_push: None, timeline: Default::default() }));
+    let recent = Arc::new(Watched::new("latency window", LatencyWindow::new(Duration::from_secs(5))));
+    let whole = Arc::new(Watched::new("latency histogram", LatencyHistogram::default()));
+    let decoding =
+        Arc::new(Watched::new("decoding", Decoding { pipeline: None, last_push: None, timeline: Default::default() }));
 
     let looped = options.loop_to.as_ref().map(start_loop).transpose()?;
     let on_frame: telebridge_media::decode_pipeline::FrameConsumer = {
@@ -183,15 +192,15 @@ pub async fn run_decoder(
             }
         })
     };
-    let round_trip = Arc::new(Mutex::new(RoundTrip::default()));
+    let round_trip = Arc::new(Watched::new("round trip", RoundTrip::default()));
     let clock = Instant::now();
     let since = move || clock.elapsed().as_nanos() as u64;
-    let av = Arc::new(Mutex::new(AvMeter::new(Duration::from_secs(10))));
-    let av_events = Arc::new(Mutex::new(crate::decoder_stats::RecentAvEvents::default()));
+    let av = Arc::new(Watched::new("lip-sync meter", AvMeter::new(Duration::from_secs(10))));
+    let av_events = Arc::new(Watched::new("lip-sync events", crate::decoder_stats::RecentAvEvents::default()));
     let on_mark: telebridge_media::decode_pipeline::MarkConsumer = {
         let (av, av_events) = (av.clone(), av_events.clone());
         Arc::new(move |mark| {
-            let mut m = av.lock().unwrap_or_else(|p| p.into_inner());
+            let mut m = av.lock();
             tracing::trace!(?mark, "lip-sync mark");
             let event = match mark {
                 telebridge_media::decode_pipeline::AvMark::Flash(t) => m.flash(t, since()),
@@ -199,10 +208,7 @@ pub async fn run_decoder(
             };
             if let Some(e) = event {
                 tracing::debug!(offset_ms = e.offset_ms, "lip sync");
-                av_events
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(AvEvent { offset_ms: e.offset_ms, at_unix_ms: timecode::now_us() / 1000 });
+                av_events.lock().push(AvEvent { offset_ms: e.offset_ms, at_unix_ms: timecode::now_us() / 1000 });
             }
         })
     };
@@ -213,14 +219,14 @@ pub async fn run_decoder(
             let (now_us, now) = (timecode::now_us(), Instant::now());
             let ms = tc.age_us(now_us) as f64 / 1000.0;
             if ms < 60_000.0 {
-                recent.lock().unwrap_or_else(|p| p.into_inner()).push(now, ms);
-                whole.lock().unwrap_or_else(|p| p.into_inner()).push(ms);
+                recent.lock().push(now, ms);
+                whole.lock().push(ms);
             }
             if let Some(e) = &echo_to {
                 e.heard(tc, now);
             }
             if let Some(mine) = echo {
-                round_trip.lock().unwrap_or_else(|p| p.into_inner()).heard(mine, now_us, now);
+                round_trip.lock().heard(mine, now_us, now);
             }
         })
     };
@@ -241,7 +247,7 @@ pub async fn run_decoder(
             current.clone(),
         );
         Arc::new(move |data: &[u8]| {
-            let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
+            let mut d = decoding.lock();
             // A gap means a new connection or a sender restart, and so does the stream's clock
             // starting again: start the decoder afresh.
             let stale = d.last_push.is_none_or(|t| t.elapsed() > Duration::from_millis(500));
@@ -253,7 +259,7 @@ pub async fn run_decoder(
                 let generation = current.fetch_add(1, Ordering::SeqCst) + 1;
                 retire(&retire_to, d.pipeline.take());
                 counters.new_connection();
-                av.lock().unwrap_or_else(|p| p.into_inner()).new_stream();
+                av.lock().new_stream();
                 let (frame, timecode, mark) = (on_frame.clone(), on_timecode.clone(), on_mark.clone());
                 let live = {
                     let current = current.clone();
@@ -339,8 +345,9 @@ pub async fn run_decoder(
         if options.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
-        {
-            let mut d = decoding.lock().unwrap_or_else(|p| p.into_inner());
+        // The loop's locks are taken with a limit: one held elsewhere is named with its holder
+        // in the log and this turn goes on without it (the stats loop never stops).
+        if let Some(mut d) = decoding.lock_within(STATS_LOCK_WAIT) {
             if let Some(err) = d.pipeline.as_ref().and_then(|p| p.error()) {
                 warn!(error = %err, "decoder failed; restarting it with the next data");
                 current.fetch_add(1, Ordering::SeqCst);
@@ -398,10 +405,13 @@ pub async fn run_decoder(
                     slate_since_unix_ms: display.transitions().0,
                     video_since_unix_ms: display.transitions().1,
                 },
-                latency: recent.lock().unwrap_or_else(|p| p.into_inner()).summary(Instant::now()),
-                round_trip: round_trip.lock().unwrap_or_else(|p| p.into_inner()).recent.summary(Instant::now()),
-                av_offset: av.lock().unwrap_or_else(|p| p.into_inner()).summary(since()),
-                av_events: av_events.lock().unwrap_or_else(|p| p.into_inner()).list(timecode::now_us() / 1000),
+                latency: recent.lock_within(STATS_LOCK_WAIT).and_then(|r| r.summary(Instant::now())),
+                round_trip: round_trip.lock_within(STATS_LOCK_WAIT).and_then(|r| r.recent.summary(Instant::now())),
+                av_offset: av.lock_within(STATS_LOCK_WAIT).and_then(|a| a.summary(since())),
+                av_events: av_events
+                    .lock_within(STATS_LOCK_WAIT)
+                    .map(|mut e| e.list(timecode::now_us() / 1000))
+                    .unwrap_or_default(),
                 loop_output: looped.as_ref().map(|l| l.output.status().borrow().clone()),
             };
             if let Some(cb) = &options.on_sample {
@@ -417,16 +427,16 @@ pub async fn run_decoder(
     if let Some(l) = looped {
         l.pipeline.stop(Duration::from_millis(500));
     }
-    retire(&retire_to, decoding.lock().unwrap_or_else(|p| p.into_inner()).pipeline.take());
+    retire(&retire_to, decoding.lock_within(END_LOCK_WAIT).and_then(|mut d| d.pipeline.take()));
     retired.finish(Duration::from_secs(2));
     let frames = counters.frames_decoded.load(Ordering::Relaxed);
     let summary = DecodeSummary {
         duration_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
         decoder: stats(((frames as f64 / elapsed.as_secs_f64().max(0.001)) * 10.0).round() / 10.0, problem),
         input: final_input,
-        latency: whole.lock().unwrap_or_else(|p| p.into_inner()).summary(),
-        round_trip: round_trip.lock().unwrap_or_else(|p| p.into_inner()).whole.summary(),
-        av_offset: av.lock().unwrap_or_else(|p| p.into_inner()).whole_summary(),
+        latency: whole.lock_within(END_LOCK_WAIT).and_then(|w| w.summary()),
+        round_trip: round_trip.lock_within(END_LOCK_WAIT).and_then(|r| r.whole.summary()),
+        av_offset: av.lock_within(END_LOCK_WAIT).and_then(|a| a.whole_summary()),
         slate_s,
     };
     if let Ok(mut d) = Arc::try_unwrap(display) {

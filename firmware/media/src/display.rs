@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,11 @@ use gst::prelude::*;
 use tracing::{info, warn};
 
 use crate::error::{make, MediaError};
+use crate::watched::Watched;
+
+/// How long a question from the stats loop (the slate's words, the transitions) waits for the
+/// display's lock before it logs who holds it and goes on without an answer.
+const QUERY_WAIT: Duration = Duration::from_millis(200);
 
 /// No frame for this long and the slate shows.
 pub const SLATE_AFTER: Duration = Duration::from_millis(500);
@@ -87,7 +92,7 @@ struct State {
 pub struct Display {
     pipeline: gst::Pipeline,
     appsrc: gst_app::AppSrc,
-    state: Arc<Mutex<State>>,
+    state: Arc<Watched<State>>,
     showing_slate: Arc<AtomicBool>,
     frames_shown: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -196,14 +201,17 @@ impl Display {
         pipeline.set_state(gst::State::Playing)?;
         info!(sink = kind.name(), "display started");
 
-        let state = Arc::new(Mutex::new(State {
-            last_frame: None,
-            slate_since_unix_ms: None,
-            video_since_unix_ms: None,
-            slate_text,
-            slate: None,
-            size,
-        }));
+        let state = Arc::new(Watched::new(
+            "display",
+            State {
+                last_frame: None,
+                slate_since_unix_ms: None,
+                video_since_unix_ms: None,
+                slate_text,
+                slate: None,
+                size,
+            },
+        ));
         let showing_slate = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let (st, src, showing, stopping) = (state.clone(), appsrc.clone(), showing_slate.clone(), stop.clone());
@@ -212,7 +220,7 @@ impl Display {
             .spawn(move || {
                 while !stopping.load(Ordering::Relaxed) {
                     let sample = {
-                        let mut s = st.lock().unwrap_or_else(|p| p.into_inner());
+                        let mut s = st.lock();
                         if s.last_frame.is_some_and(|t| t.elapsed() < SLATE_AFTER) {
                             None
                         } else {
@@ -227,7 +235,7 @@ impl Display {
                     match sample {
                         Some(sample) => {
                             if !showing.swap(true, Ordering::Relaxed) {
-                                st.lock().unwrap_or_else(|p| p.into_inner()).slate_since_unix_ms = Some(unix_ms());
+                                st.lock().slate_since_unix_ms = Some(unix_ms());
                                 info!("no picture: showing the slate");
                             }
                             push_fresh(&src, &sample);
@@ -254,7 +262,7 @@ impl Display {
     /// Shows a decoded frame.
     pub fn show(&self, sample: &gst::Sample) {
         {
-            let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let mut s = self.state.lock();
             s.last_frame = Some(Instant::now());
             if let Some(info) = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok()) {
                 s.size = (info.width(), info.height());
@@ -262,18 +270,20 @@ impl Display {
         }
         let first = self.frames_shown.load(Ordering::Relaxed) == 0;
         if self.showing_slate.swap(false, Ordering::Relaxed) || first {
-            self.state.lock().unwrap_or_else(|p| p.into_inner()).video_since_unix_ms = Some(unix_ms());
+            self.state.lock().video_since_unix_ms = Some(unix_ms());
             info!("picture on screen");
         }
         self.frames_shown.fetch_add(1, Ordering::Relaxed);
         push_fresh(&self.appsrc, sample);
     }
 
-    /// Changes what the slate says.
+    /// Changes what the slate says (skipped, and logged with who holds it, when the display's
+    /// lock is not free within [`QUERY_WAIT`]: the next call says it again).
     pub fn set_slate_text(&self, text: &str) {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.slate_text != text {
-            s.slate_text = text.to_string();
+        if let Some(mut s) = self.state.lock_within(QUERY_WAIT) {
+            if s.slate_text != text {
+                s.slate_text = text.to_string();
+            }
         }
     }
 
@@ -282,15 +292,15 @@ impl Display {
         self.showing_slate.load(Ordering::Relaxed)
     }
 
-    /// When (wall clock, ms since the epoch) the slate last came on, and the picture last came on.
+    /// When (wall clock, ms since the epoch) the slate last came on, and the picture last came on
+    /// (unknown while the display's lock is not free within [`QUERY_WAIT`]).
     pub fn transitions(&self) -> (Option<u64>, Option<u64>) {
-        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        (s.slate_since_unix_ms, s.video_since_unix_ms)
+        self.state.lock_within(QUERY_WAIT).map_or((None, None), |s| (s.slate_since_unix_ms, s.video_since_unix_ms))
     }
 
-    /// What the slate says now.
+    /// What the slate says now (empty while the display's lock is not free within [`QUERY_WAIT`]).
     pub fn slate_text(&self) -> String {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).slate_text.clone()
+        self.state.lock_within(QUERY_WAIT).map(|s| s.slate_text.clone()).unwrap_or_default()
     }
 
     /// Which sink is in use.

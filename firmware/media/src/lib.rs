@@ -14,6 +14,7 @@ pub mod lipsync;
 pub mod platform;
 pub mod timecode;
 pub mod timeline;
+pub mod watched;
 
 pub use encoder_choice::{choose_encoder, EncoderChoice, EncoderKind};
 pub use encoder_pipeline::{
