@@ -161,7 +161,6 @@ const STATS_LOCK_WAIT: Duration = Duration::from_millis(200);
 const END_LOCK_WAIT: Duration = Duration::from_secs(1);
 
 /// Runs the decoder until `duration` elapses or `shutdown` completes.
-
 pub async fn run_decoder(
     options: DecodeOptions,
     shutdown: impl Future<Output = ()>,
