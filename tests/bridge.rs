@@ -284,3 +284,40 @@ fn two_boxes_in_two_namespaces_over_metro_17ms_pair_and_exchange_video_and_sound
         assert!(decodable_frames(&files[0]) > 75, "{}", files[0].display());
     }
 }
+
+/// Issue 36, finding 9: pairing across sites must not need the panel's port forwarded. With
+/// `web.pair_listen`, box A serves another box's hello and confirmation on a port of its own,
+/// and nothing of the panel there; box B types that port and pairs.
+#[test]
+fn the_pairing_port_pairs_and_serves_nothing_of_the_panel() {
+    let _guard = serial();
+    let (dir_a, dir_b) = (scratch("pair-port-a"), scratch("pair-port-b"));
+    let (http_a, http_b, pair_a) = (free_tcp_port(), free_tcp_port(), free_tcp_port());
+    let config_a = bridge_config(&dir_a, "studio-a", free_udp_port());
+    let mut text = std::fs::read_to_string(&config_a).unwrap();
+    text.push_str(&format!("[web]\npair_listen = \"127.0.0.1:{pair_a}\"\n"));
+    std::fs::write(&config_a, text).unwrap();
+    let config_b = bridge_config(&dir_b, "studio-b", free_udp_port());
+    let _a = run_sim(&dir_a, "box", http_a, &["--config", config_a.to_str().unwrap()], &[]);
+    let _b = run_sim(&dir_b, "box", http_b, &["--config", config_b.to_str().unwrap()], &[]);
+
+    // The pairing port answers pairing and nothing else: no panel, no login, no settings.
+    for (method, path) in [("GET", "/"), ("POST", "/api/session"), ("GET", "/api/status"), ("GET", "/api/config")] {
+        let (status, _) = http(method, pair_a, path, Some("{}"));
+        assert_eq!(status, 404, "{method} {path} on the pairing port");
+    }
+    let (status, body) = http("POST", pair_a, "/api/pair/hello", Some("{}"));
+    assert_eq!(status, 400, "a hello that is no hello: {body}");
+
+    let (_, body) = http("POST", http_a, "/api/pairing/open", None);
+    let code = serde_json::from_str::<serde_json::Value>(&body).unwrap()["code"].as_str().unwrap().to_string();
+    let (status, body) = http(
+        "POST",
+        http_b,
+        "/api/pairing/join",
+        Some(&format!(r#"{{"address": "127.0.0.1:{pair_a}", "code": "{code}"}}"#)),
+    );
+    assert_eq!(status, 200, "B pairs through A's pairing port: {body}");
+    let a = get_json(http_a, "/api/pairing");
+    assert_eq!(a["paired"]["peer"], "studio-b", "{a}");
+}

@@ -227,6 +227,10 @@ impl fmt::Debug for BridgeConfig {
 pub struct WebConfig {
     /// Address and port the panel listens on.
     pub listen: String,
+    /// Address and port of a listener that serves pairing alone (another box's hello and
+    /// confirmation, nothing of the panel), for pairing across sites without exposing the panel;
+    /// empty for none (pairing is then served on `listen` only).
+    pub pair_listen: String,
     /// The panel password as an argon2 hash (set through the panel; empty until first setup).
     pub password_hash: String,
     /// A read-only bearer token for `/metrics` (Prometheus); empty for none.
@@ -239,6 +243,7 @@ impl Default for WebConfig {
     fn default() -> Self {
         Self {
             listen: "0.0.0.0:80".to_string(),
+            pair_listen: String::new(),
             password_hash: String::new(),
             metrics_token: String::new(),
             setup_code_file: "/boot/firmware/telebridge-setup.txt".to_string(),
@@ -250,6 +255,7 @@ impl fmt::Debug for WebConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WebConfig")
             .field("listen", &self.listen)
+            .field("pair_listen", &self.pair_listen)
             .field("password_hash", &if self.password_hash.is_empty() { "" } else { "****" })
             .field("metrics_token", &if self.metrics_token.is_empty() { "" } else { "****" })
             .field("setup_code_file", &self.setup_code_file)

@@ -143,6 +143,8 @@ pub struct ValidConfig {
     pub bridge: BridgeSettings,
     /// Parsed `web.listen`.
     pub http_listen: std::net::SocketAddr,
+    /// Parsed `web.pair_listen` (`None`: pairing on the panel's port only).
+    pub pair_listen: Option<std::net::SocketAddr>,
     /// Parsed `gpio`.
     pub gpio: GpioPins,
 }
@@ -314,6 +316,28 @@ impl Config {
             .parse::<std::net::SocketAddr>()
             .map_err(|_| err("web.listen", format!("{:?} is not ADDRESS:PORT (e.g. 0.0.0.0:80)", self.web.listen)))
             .ok();
+        let pair_listen = match self.web.pair_listen.trim() {
+            "" => None,
+            text => {
+                match text.parse::<std::net::SocketAddr>() {
+                    Ok(a) if http_listen.is_some_and(|h| h.port() == a.port()) => {
+                        err(
+                        "web.pair_listen",
+                        format!("{text:?} is the panel's port: pairing has a port of its own (e.g. 0.0.0.0:7701), or empty"),
+                    );
+                        None
+                    }
+                    Ok(a) => Some(a),
+                    Err(_) => {
+                        err(
+                            "web.pair_listen",
+                            format!("{text:?} is not ADDRESS:PORT (e.g. 0.0.0.0:7701), or empty for none"),
+                        );
+                        None
+                    }
+                }
+            }
+        };
         let w = &self.web;
         if !w.password_hash.is_empty() && !w.password_hash.starts_with("$argon2") {
             err("web.password_hash", "is not an argon2 hash; set the password in the panel, not here".into());
@@ -393,6 +417,7 @@ impl Config {
                 decoder_input,
                 bridge,
                 http_listen,
+                pair_listen,
                 gpio: GpioPins {
                     backend,
                     chip: g.chip.clone(),
@@ -519,6 +544,8 @@ mod tests {
             (|c| c.decoder.input = "srt://:70000".into(), "decoder.input: "),
             (|c| c.decoder.sink = "hdmi".into(), "decoder.sink: \"hdmi\" is not one of auto, kms"),
             (|c| c.web.listen = "80".into(), "web.listen: \"80\" is not ADDRESS:PORT"),
+            (|c| c.web.pair_listen = "7701".into(), "web.pair_listen: \"7701\" is not ADDRESS:PORT"),
+            (|c| c.web.pair_listen = "0.0.0.0:80".into(), "web.pair_listen: \"0.0.0.0:80\" is the panel's port"),
             (|c| c.gpio.backend = "wiringpi".into(), "gpio.backend: \"wiringpi\" is not one of auto, pi, sim, none"),
             (|c| c.gpio.led_live = 40, "gpio.led_live: 40 is not a BCM GPIO number 0-27"),
             (|c| c.gpio.button = 5, "gpio.button: GPIO 5 is already used by gpio.led_power"),

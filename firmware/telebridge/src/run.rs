@@ -91,6 +91,7 @@ pub fn run(req: RunRequest) -> ExitCode {
     };
     runtime.block_on(async move {
         let listen = config.http_listen;
+        let pair_listen = config.pair_listen;
         let listener = match tokio::net::TcpListener::bind(listen).await {
             Ok(l) => l,
             Err(e) => {
@@ -99,6 +100,13 @@ pub fn run(req: RunRequest) -> ExitCode {
             }
         };
         let listen = listener.local_addr().unwrap_or(listen);
+        let pair_listener = match pair_listen {
+            Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+                Ok(l) => Some(l),
+                Err(e) => return bad_input(format!("web.pair_listen: cannot listen on {addr}: {e}")),
+            },
+            None => None,
+        };
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             shutdown_signal().await;
@@ -137,6 +145,15 @@ pub fn run(req: RunRequest) -> ExitCode {
             });
         }
         let state = telebridge_web::AppState::with_pairing(handle, store, pairing);
+        if let Some(l) = pair_listener {
+            // Pairing alone, on a port of its own (to forward from the internet instead of the panel's).
+            info!(address = %l.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "serving pairing alone");
+            tokio::spawn(telebridge_web::serve(
+                l,
+                telebridge_web::pair_router(state.clone()),
+                stopped(stop_rx.clone()),
+            ));
+        }
         let web = tokio::spawn(telebridge_web::serve(listener, telebridge_web::router(state), stopped(stop_rx)));
         info!(panel = %format!("http://{listen}/"), "serving the panel and API");
         println!("panel: http://{listen}/");

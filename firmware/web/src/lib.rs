@@ -162,6 +162,19 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// The routes of the pairing port (`web.pair_listen`): another box's hello and confirmation,
+/// and nothing of the panel (no login, no settings), so that pairing across sites needs only this
+/// port forwarded, never the panel's.
+pub fn pair_router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(live::healthz))
+        .route("/api/pair/hello", post(pairing::hello))
+        .route("/api/pair/confirm", post(pairing::confirm))
+        .layer(mw::from_fn_with_state(state.clone(), middleware::csrf))
+        .layer(mw::from_fn(middleware::no_store))
+        .with_state(state)
+}
+
 /// Where a box keeps its pairing: beside its configuration file.
 pub fn pairing_path(config: &std::path::Path) -> std::path::PathBuf {
     config.with_file_name("pairing.toml")
