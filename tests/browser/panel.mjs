@@ -6,7 +6,7 @@
 //
 //   TELEBRIDGE=target/debug/telebridge node tests/browser/panel.mjs
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync, unlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -53,10 +53,13 @@ const config = join(dir, 'telebridge.toml');
 writeFileSync(config, `[video]\nwidth = 640\nheight = 360\nbitrate_kbps = 1500\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n[[outputs]]\nurl = "srt://127.0.0.1:${srtPort}"\nname = "studio"\n`);
 // The studio: srt-live-transmit listening, the stream thrown away.
 children.push(spawn('srt-live-transmit', ['-q', `srt://:${srtPort}?mode=listener`, 'file://con'], { stdio: 'ignore' }));
-// systemd's directories for the root helper's requests and the uploaded bundle.
-const runDir = join(dir, 'run');
+// systemd's directories for the root helper's requests and the uploaded bundle, and the
+// helper's own folder for its answers beside the daemon's.
+const runDir = join(dir, 'run', 'telebridge');
+const answersDir = join(dir, 'run', 'telebridge-helper');
 const stateDir = join(dir, 'state');
-mkdirSync(runDir);
+mkdirSync(runDir, { recursive: true });
+mkdirSync(answersDir, { recursive: true });
 mkdirSync(stateDir);
 const box = run(bin, ['run', '--sim', '--http', `127.0.0.1:${httpPort}`, '--config', config], 'box',
   { RUNTIME_DIRECTORY: runDir, STATE_DIRECTORY: stateDir });
@@ -163,7 +166,9 @@ try {
       check(Buffer.compare(readFileSync(join(stateDir, 'update.raucb')), bundle) === 0
         && readFileSync(join(runDir, 'update-request'), 'utf8').trim() === join(stateDir, 'update.raucb'),
         `${label}: the update bundle arrives whole and the helper is asked to install it`);
-      writeFileSync(join(runDir, 'update-status'), 'failed\nrauc: signature verification failed: certificate not trusted\n');
+      // The helper takes the request and answers in its own folder.
+      unlinkSync(join(runDir, 'update-request'));
+      writeFileSync(join(answersDir, 'update-status'), 'failed\nrauc: signature verification failed: certificate not trusted\n');
       await page.waitForSelector('[data-field=update]:text("certificate not trusted")', { timeout: 10000 });
       check(true, `${label}: the helper's refusal is shown in its words`);
       await shot('8-update');
