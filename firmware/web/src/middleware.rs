@@ -31,7 +31,8 @@ pub(crate) fn client_ip(req_ext: &axum::http::Extensions) -> IpAddr {
 
 /// Whether `host` (a Host header: a name or address, perhaps with a port) names this box: an
 /// address written as such (a page can only have such an origin if the user typed it), the
-/// box's own host name or `NAME.local`, its configured name, or `localhost`. A name of a
+/// box's own host name or configured name, alone or under a local domain ([`LOCAL_SUFFIXES`]:
+/// `NAME.local`, `NAME.lan`, ...), or `localhost`. A name of a
 /// stranger's that resolves to the box (DNS rebinding: `evil.example` made to point at the box
 /// after the page loaded) is not one of them, though its page's Origin equals its Host.
 pub(crate) fn names_this_box(host: &str, own: &[String]) -> bool {
@@ -45,9 +46,20 @@ pub(crate) fn names_this_box(host: &str, own: &[String]) -> bool {
     }
     own.iter().any(|o| {
         let o = o.trim_end_matches('.').to_ascii_lowercase();
-        !o.is_empty() && (name == o || name == format!("{o}.local"))
+        !o.is_empty()
+            && (name == o
+                || name
+                    .strip_prefix(&o)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .is_some_and(|suffix| LOCAL_SUFFIXES.contains(&suffix)))
     })
 }
+
+/// The domains a home or office network names its hosts under (mDNS's `local`, and what routers
+/// and DHCP servers use): the box's own name under one of them names the box. A public domain
+/// does not: a stranger can make `telebridge-3f2a.evil.example` point at the box.
+const LOCAL_SUFFIXES: &[&str] =
+    &["local", "lan", "home", "home.arpa", "internal", "localdomain", "intranet", "private", "fritz.box"];
 
 /// The names this box answers to: its host name and its configured name.
 fn own_names(s: &AppState) -> Vec<String> {
@@ -126,10 +138,21 @@ mod tests {
             "Telebridge-3F2A.local.:80",
             "studio-a",
             "studio-a.local:8080",
+            "telebridge-3f2a.lan",
+            "telebridge-3f2a.fritz.box",
+            "studio-a.home.arpa",
         ] {
             assert!(names_this_box(ok, &own), "{ok}");
         }
-        for bad in ["evil.example", "evil.example:80", "studio-a.evil.example", "telebridge-3f2a.local.evil", ""] {
+        for bad in [
+            "evil.example",
+            "evil.example:80",
+            "studio-a.evil.example",
+            "telebridge-3f2a.local.evil",
+            "telebridge-3f2a.com",
+            "xstudio-a.lan",
+            "",
+        ] {
             assert!(!names_this_box(bad, &own), "{bad}");
         }
         assert!(!names_this_box("x.local", &[String::new()]), "an empty name matches nothing");
