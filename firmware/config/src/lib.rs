@@ -14,6 +14,7 @@ mod overlay;
 mod secret;
 mod source;
 mod srt_url;
+mod valid;
 mod validate;
 
 pub use file::{load, parse, save_atomic, write_secret_file, LoadError, DEFAULT_PATH};
@@ -26,10 +27,8 @@ pub use overlay::overlay;
 pub use secret::Secret;
 pub use source::{AudioCodec, AudioOut, AudioSource, BitrateMode, DecoderSink, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
-pub use validate::{
-    BridgeSettings, FieldError, GpioBackend, GpioPins, OutputSpec, Picture, RelaySpec, Role, ValidConfig,
-    ValidationErrors,
-};
+pub use valid::{BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig};
+pub use validate::{FieldError, RelaySpec, ValidationErrors};
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].
 pub const EXAMPLE_TOML: &str = include_str!("../telebridge.example.toml");

@@ -18,6 +18,8 @@ use gst::prelude::*;
 use tracing::{info, warn};
 
 use crate::error::{make, MediaError};
+use crate::kms::{connected_output, drm_connectors, preferred_mode};
+pub use crate::slate_picture::render_slate;
 use crate::watched::Watched;
 
 /// How long a question from the stats loop (the slate's words, the transitions) waits for the
@@ -361,103 +363,6 @@ pub fn push_fresh(appsrc: &gst_app::AppSrc, sample: &gst::Sample) {
     let _ = appsrc.push_sample(&fresh);
 }
 
-/// Renders the slate: the text centred on a dark blue picture. Without GStreamer's text overlay
-/// (package gstreamer1.0-x) the picture is plain, never missing.
-pub fn render_slate(text: &str, size: (u32, u32)) -> gst::Sample {
-    let build = || -> Result<gst::Sample, MediaError> {
-        let pipeline = gst::Pipeline::with_name("slate-render");
-        let src = gst::ElementFactory::make("videotestsrc")
-            .property("num-buffers", 1i32)
-            .property_from_str("pattern", "solid-color")
-            .property("foreground-color", 0xff_14_2a_4cu32)
-            .build()?;
-        let caps = gst::Caps::builder("video/x-raw")
-            .field("format", "I420")
-            .field("width", size.0 as i32)
-            .field("height", size.1 as i32)
-            .field("framerate", gst::Fraction::new(5, 1))
-            .build();
-        let filter = gst::ElementFactory::make("capsfilter").property("caps", &caps).build()?;
-        let sink = gst_app::AppSink::builder().sync(false).build();
-        let mut chain: Vec<gst::Element> = vec![src, filter];
-        match gst::ElementFactory::make("textoverlay").build() {
-            Ok(overlay) => {
-                let points = (size.1 / 30).clamp(8, 48);
-                overlay.set_property("text", text);
-                overlay.set_property("font-desc", format!("DejaVu Sans {points}"));
-                overlay.set_property_from_str("halignment", "center");
-                overlay.set_property_from_str("valignment", "center");
-                overlay.set_property_from_str("line-alignment", "center");
-                overlay.set_property("shaded-background", false);
-                chain.push(overlay);
-            }
-            Err(_) => warn!("textoverlay is missing (install gstreamer1.0-x): the slate has no words"),
-        }
-        chain.push(sink.clone().upcast());
-        pipeline.add_many(&chain)?;
-        gst::Element::link_many(&chain)?;
-        pipeline.set_state(gst::State::Playing)?;
-        let sample = sink.try_pull_sample(gst::ClockTime::from_seconds(2));
-        let _ = pipeline.set_state(gst::State::Null);
-        sample.ok_or_else(|| MediaError::Gst("slate renderer produced nothing".into()))
-    };
-    match build() {
-        Ok(s) => s,
-        Err(e) => {
-            warn!(error = %e, "cannot render the slate; showing a black picture");
-            let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::I420, size.0, size.1).build().ok();
-            let mut buffer = gst::Buffer::with_size(info.as_ref().map(|i| i.size()).unwrap_or(0))
-                .unwrap_or_else(|_| gst::Buffer::new());
-            if let Some(b) = buffer.get_mut() {
-                if let Ok(mut m) = b.map_writable() {
-                    let luma = (size.0 * size.1) as usize;
-                    let data = m.as_mut_slice();
-                    let split = luma.min(data.len());
-                    let (y, uv) = data.split_at_mut(split);
-                    y.fill(16);
-                    uv.fill(128);
-                }
-            }
-            let mut b = gst::Sample::builder().buffer(&buffer);
-            let caps = info.and_then(|i| i.to_caps().ok());
-            if let Some(c) = caps.as_ref() {
-                b = b.caps(c);
-            }
-            b.build()
-        }
-    }
-}
-
-/// The connectors under `/sys/class/drm` (`card1-HDMI-A-1`) with their status (`connected`).
-fn drm_connectors() -> Vec<(String, String)> {
-    let Ok(dir) = std::fs::read_dir("/sys/class/drm") else { return Vec::new() };
-    dir.filter_map(Result::ok)
-        .filter_map(|e| {
-            let status = std::fs::read_to_string(e.path().join("status")).ok()?;
-            Some((e.file_name().to_string_lossy().into_owned(), status.trim().to_string()))
-        })
-        .collect()
-}
-
-/// The first connected connector (`card1-HDMI-A-2`), in name order.
-fn connected_output(connectors: &[(String, String)]) -> Option<String> {
-    let mut connected: Vec<&str> =
-        connectors.iter().filter(|(_, status)| status == "connected").map(|(name, _)| name.as_str()).collect();
-    connected.sort_unstable();
-    let name = connected.first()?;
-    let card = name.split('-').next()?;
-    (card.starts_with("card") && card.len() > 4 && name.len() > card.len()).then(|| name.to_string())
-}
-
-/// The monitor's preferred mode: the first progressive line of a connector's `modes` file
-/// (`1920x1080`; `1920x1080i` is interlaced).
-fn preferred_mode(modes: &str) -> Option<(u32, u32)> {
-    modes.lines().find_map(|l| {
-        let (w, h) = l.trim().split_once('x')?;
-        Some((w.parse().ok()?, h.parse().ok()?))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,32 +373,5 @@ mod tests {
         assert_eq!(SinkKind::from_config(&DecoderSink::Fake), SinkKind::Fake);
         assert_eq!(SinkKind::from_config(&DecoderSink::File("/tmp/x.mkv".into())), SinkKind::File("/tmp/x.mkv".into()));
         assert_eq!(SinkKind::from_config(&DecoderSink::Kms), SinkKind::Kms { connector: None });
-    }
-
-    fn entries(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter().map(|(n, s)| (n.to_string(), s.to_string())).collect()
-    }
-
-    #[test]
-    fn the_output_with_the_monitor_is_chosen() {
-        // A Pi 4: card0 is v3d (no connectors), card1 is vc4 with two HDMI ports.
-        let pi4 = entries(&[("card1-HDMI-A-1", "disconnected"), ("card1-HDMI-A-2", "connected")]);
-        assert_eq!(connected_output(&pi4).as_deref(), Some("card1-HDMI-A-2"));
-        // qemu's virtio-gpu.
-        assert_eq!(connected_output(&entries(&[("card0-Virtual-1", "connected")])).as_deref(), Some("card0-Virtual-1"));
-        // Two monitors: the lower card number.
-        let two = entries(&[("card2-DP-1", "connected"), ("card1-HDMI-A-1", "connected")]);
-        assert_eq!(connected_output(&two).as_deref(), Some("card1-HDMI-A-1"));
-        // Nothing plugged in, or nothing there.
-        assert_eq!(connected_output(&entries(&[("card1-HDMI-A-1", "disconnected")])), None);
-        assert_eq!(connected_output(&[]), None);
-    }
-
-    #[test]
-    fn the_preferred_mode_is_the_first_progressive_one() {
-        assert_eq!(preferred_mode("1920x1080\n1920x1080\n1280x720\n"), Some((1920, 1080)));
-        assert_eq!(preferred_mode("1920x1080i\n1280x720\n"), Some((1280, 720)));
-        assert_eq!(preferred_mode("1280x800\n"), Some((1280, 800)));
-        assert_eq!(preferred_mode(""), None);
     }
 }

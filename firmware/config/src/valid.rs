@@ -1,0 +1,138 @@
+//! What a checked configuration is: the typed values [`crate::Config::validate`] makes from the
+//! raw model, which the rest of the firmware reads (outputs, role, picture, pins).
+
+use std::time::Duration;
+
+pub use crate::bridge::BridgeSettings;
+use crate::{
+    AudioCodec, AudioOut, AudioSource, BitrateMode, Config, DecoderSink, EncoderPreference, FileSpec, RtmpUrl, SrtUrl,
+    VideoSource,
+};
+
+/// Where one output sends the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputSpec {
+    /// MPEG-TS over SRT.
+    Srt(SrtUrl),
+    /// FLV over RTMP or RTMPS.
+    Rtmp(RtmpUrl),
+    /// MPEG-TS segments on local storage.
+    File(FileSpec),
+}
+
+impl OutputSpec {
+    /// A label for logs and status, without secrets.
+    pub fn label(&self) -> String {
+        match self {
+            OutputSpec::Srt(u) => u.label(),
+            OutputSpec::Rtmp(u) => u.label(),
+            OutputSpec::File(f) => f.label(),
+        }
+    }
+}
+
+/// What `telebridge run` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Capture, encode, send.
+    Encoder,
+    /// Receive, decode, show.
+    Decoder,
+    /// Both, with the paired box, over one SRT connection.
+    Bridge,
+}
+
+/// Which GPIO the daemon drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpioBackend {
+    /// The Pi's GPIO if the chip exists, otherwise none.
+    Auto,
+    /// The Raspberry Pi's GPIO through the kernel's character device.
+    Pi,
+    /// Simulated pins, readable and pressable through the API.
+    Sim,
+    /// No LEDs, no button.
+    None,
+}
+
+/// The validated GPIO settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpioPins {
+    /// Backend.
+    pub backend: GpioBackend,
+    /// Character device path.
+    pub chip: String,
+    /// LEDs power, link, live, error (BCM numbers; `None` = not fitted).
+    pub leds: [Option<u32>; 4],
+    /// Button.
+    pub button: Option<u32>,
+    /// Pressed = low.
+    pub button_active_low: bool,
+}
+
+/// A configuration that passed [`Config::validate`]: typed, checked, ready to apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidConfig {
+    /// The file form it came from (for saving, the API and the change plan; the runtime reads
+    /// the typed fields below).
+    pub raw: Config,
+    /// The box's name.
+    pub name: String,
+    /// Go live as soon as the box has started.
+    pub start_live: bool,
+    /// The picture's size, rate and bitrate.
+    pub picture: Picture,
+    /// AAC bitrate, kbit/s.
+    pub audio_bitrate_kbps: u32,
+    /// `audio.delay_ms`: the sound played this much later (negative: earlier).
+    pub audio_delay_ms: i32,
+    /// Parsed `decoder.sink`.
+    pub decoder_sink: DecoderSink,
+    /// Parsed `decoder.audio_out`.
+    pub audio_out: AudioOut,
+    /// Parsed `video.source`.
+    pub video_source: VideoSource,
+    /// Parsed `video.encoder`.
+    pub encoder: EncoderPreference,
+    /// `video.keyframe_ms` as a duration.
+    pub keyframe_interval: Duration,
+    /// Parsed `audio.source`.
+    pub audio_source: AudioSource,
+    /// Parsed `audio.codec`.
+    pub audio_codec: AudioCodec,
+    /// Parsed outputs, in order, with their names.
+    pub outputs: Vec<(String, OutputSpec)>,
+    /// Parsed `role`.
+    pub role: Role,
+    /// Parsed `decoder.input`.
+    pub decoder_input: SrtUrl,
+    /// Parsed `bridge`.
+    pub bridge: BridgeSettings,
+    /// Parsed `web.listen`.
+    pub http_listen: std::net::SocketAddr,
+    /// Parsed `web.pair_listen` (`None`: pairing on the panel's port only).
+    pub pair_listen: Option<std::net::SocketAddr>,
+    /// Parsed `gpio`.
+    pub gpio: GpioPins,
+}
+
+/// The picture as the encoder makes it (checked ranges).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picture {
+    /// Width, pixels (even, 160-1920).
+    pub width: u32,
+    /// Height, pixels (even, 120-1080).
+    pub height: u32,
+    /// Frames per second (9-60).
+    pub fps: u32,
+    /// Video bitrate, kbit/s (with an adaptive bitrate, the most).
+    pub bitrate_kbps: u32,
+    /// Fixed, or following the link.
+    pub bitrate_mode: BitrateMode,
+    /// The least an adaptive bitrate goes to, kbit/s.
+    pub min_bitrate_kbps: u32,
+    /// Under that floor, one frame in two (at 20 frames a second or more).
+    pub frame_rate_step_down: bool,
+    /// x264's speed preset.
+    pub x264_preset: String,
+}
