@@ -23,7 +23,7 @@ fn through_a_step(mode: &str, name: &str) -> Run {
     let dir = scratch(name);
     let port = free_udp_port();
     let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener&latency=500"), &["--duration", "46s"]);
-    std::thread::sleep(Duration::from_millis(500));
+    wait_udp_bound(port, "the decoder");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let link = linkemu::LinkParams {
         one_way_delay: Duration::from_millis(30),

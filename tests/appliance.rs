@@ -31,6 +31,7 @@ fn button_goes_live_a_lost_receiver_degrades_and_a_long_hold_stops() {
     let gpio = get_json(http_port, "/api/sim/gpio");
     assert_eq!(gpio["leds"]["power"], true, "{gpio}");
     assert_eq!(gpio["leds"]["live"], false, "{gpio}");
+    // A window in which nothing may arrive (not a wait for readiness).
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(size(&received), 0, "nothing may be sent before going live");
 
@@ -56,9 +57,8 @@ fn button_goes_live_a_lost_receiver_degrades_and_a_long_hold_stops() {
             .unwrap_or(0.0)
     };
     let first = sent();
-    std::thread::sleep(Duration::from_millis(2500));
-    let second = sent();
-    assert!(first > 0.0 && second > first, "packets sent did not rise: {first} then {second}");
+    let rose = wait_for(Duration::from_secs(5), || sent() > first);
+    assert!(first > 0.0 && rose.is_some(), "packets sent did not rise from {first} within 5 s");
     let (_, text) = http("GET", http_port, "/metrics", None);
     assert!(text.contains("telebridge_state{state=\"live\"} 1"), "{text}");
     assert!(text.contains("telebridge_output_up{output=\"srt://127.0.0.1:"), "{text}");
@@ -144,6 +144,7 @@ fn a_pulled_hdmi_cable_degrades_with_no_signal_and_plugging_it_back_recovers() {
     let (_, metrics) = http("GET", http_port, "/metrics", None);
     assert!(metrics.contains("\ntelebridge_input_signal 0\n"), "{metrics}");
     let stalled_at = frames();
+    // A window in which no frame may be made (not a wait for readiness).
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(frames(), stalled_at, "frames went on without a cable");
 
@@ -355,7 +356,11 @@ fn reload_restarts_only_the_changed_output_and_a_bad_file_changes_nothing() {
     // A file with a bad value: rejected, everything keeps running as it was.
     std::fs::write(&file, "[video]\nbitrate_kbps = 1\n").unwrap();
     daemon.signal("HUP");
-    std::thread::sleep(Duration::from_secs(2));
+    let stderr = dir.join("box.stderr");
+    let refused = wait_for(Duration::from_secs(10), || {
+        std::fs::read_to_string(&stderr).unwrap_or_default().contains("keeping the running one")
+    });
+    assert!(refused.is_some(), "the reload was not refused within 10 s");
     let kept = get_json(http_port, "/api/status");
     assert_eq!(kept["machine"]["state"], "live", "{kept}");
     assert_eq!(output(&kept, "studio")["state"], "live", "{kept}");

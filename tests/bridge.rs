@@ -82,6 +82,7 @@ fn two_boxes_pair_with_the_code_and_each_receives_the_others_picture_and_sound()
     for (name, query) in [("nokey", String::new()), ("guess", "&passphrase=0123456789abcdef&pbkeylen=32".into())] {
         let out = dir_a.join(format!("{name}.ts"));
         let _slt = slt_to_file(&format!("srt://127.0.0.1:{srt_a}?mode=caller{query}"), &out, &dir_a, name);
+        // A window in which nothing may arrive (not a wait for readiness).
         std::thread::sleep(Duration::from_secs(3));
         assert_eq!(size(&out), 0, "a stranger ({name}) received the bridge's stream");
     }
@@ -196,8 +197,14 @@ fn a_wrong_code_is_refused_in_words_the_code_stays_and_the_next_try_from_there_m
     let (status, body) = join(&second);
     assert_eq!(status, 429, "{body}");
     assert!(body.contains("try again in"), "{body}");
-    std::thread::sleep(Duration::from_secs(5));
-    let (status, body) = join(&second);
+    // Asked again until the wait is over (a refused try does not count).
+    let mut answer = (0, String::new());
+    let waited = wait_for(Duration::from_secs(10), || {
+        answer = join(&second);
+        answer.0 != 429
+    });
+    assert!(waited.is_some_and(|w| w >= Duration::from_secs(3)), "the wait was {waited:?}");
+    let (status, body) = answer;
     assert_eq!(status, 200, "after the wait, the right code pairs: {body}");
     let gone = wait_for(Duration::from_secs(5), || !screen(http_a).contains("Pairing code"));
     assert!(gone.is_some(), "paired, A's HDMI output still shows a code: {:?}", screen(http_a));
@@ -275,7 +282,11 @@ fn two_boxes_in_two_namespaces_over_metro_17ms_pair_and_exchange_video_and_sound
         let (status, _) = bx.call("POST", "/api/live", Some(r#"{"live": false}"#));
         assert_eq!(status, 202);
     }
-    std::thread::sleep(Duration::from_secs(2));
+    // The recordings are closed once the boxes are off air.
+    let closed = wait_for(Duration::from_secs(10), || {
+        [&a, &b].iter().all(|bx| recordings(&bx.dir).first().is_some_and(|f| decodable_frames(f) > 75))
+    });
+    assert!(closed.is_some(), "the recordings were not whole within 10 s of going off air");
     for bx in [&a, &b] {
         let files = recordings(&bx.dir);
         assert!(!files.is_empty(), "no recording in {}", bx.dir.display());

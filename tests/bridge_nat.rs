@@ -192,10 +192,13 @@ impl NatLab {
                 .arg(dir.join("miniupnpd.pid"))
                 .arg("-f")
                 .arg(&conf);
-            lab._upnpd = Some(Proc::spawn(cmd, dir, "miniupnpd"));
+            let upnpd = Proc::spawn(cmd, dir, "miniupnpd");
+            // `ip netns exec` becomes miniupnpd: its sockets are in the router's namespace.
+            wait_tcp_listening(5000, Some(upnpd.child.id()), "miniupnpd's HTTP");
+            wait_udp_bound_in(upnpd.child.id(), 1900, "miniupnpd's SSDP");
+            lab._upnpd = Some(upnpd);
             // SSDP from the LAN reaches the router by multicast.
             ip(&["-n", &lab.ns("lana"), "route", "add", "239.0.0.0/8", "dev", &format!("{p}ai0")]);
-            std::thread::sleep(Duration::from_millis(500));
         }
         lab
     }

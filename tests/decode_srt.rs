@@ -21,7 +21,7 @@ fn decodes_ffmpeg() {
     let dir = scratch("dec-ffmpeg");
     let port = free_udp_port();
     let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener"), &["--duration", "14s"]);
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the decoder");
     let mut cmd = Command::new("ffmpeg");
     cmd.args([
         "-nostdin",
@@ -85,7 +85,7 @@ fn decodes_srt_live_transmit_with_aes256() {
         &format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen=32"),
         &["--duration", "12s"],
     );
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the decoder");
     // ffmpeg -re paces the file in real time into srt-live-transmit's stdin; srt-live-transmit
     // does not exit at the end of its input, so it gets 9 s.
     let sh = format!(
@@ -113,7 +113,7 @@ fn latency_meter_reads_our_timecode() {
     let port = free_udp_port();
     let latency_ms = 200.0;
     let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener&latency=200"), &["--duration", "10s"]);
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the decoder");
     let mut enc =
         encoder(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller&latency=200")], &["--duration", "7s"]);
     assert!(enc.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
@@ -137,13 +137,17 @@ fn slate_on_loss_and_picture_back_on_return() {
     let port = free_udp_port();
     let mut dec =
         decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener"), &["--duration", "16s", "--name", "studio-b"]);
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the decoder");
     let enc = encoder(&dir, "encoder1", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &[]);
-    std::thread::sleep(Duration::from_secs(4));
+    let stdout = dir.join("decoder.stdout");
+    let last = |key: &str, field: &str| lines(&stdout).last().map(|l| l[key][field].clone()).unwrap_or_default();
+    let playing = wait_for(Duration::from_secs(15), || last("decoder", "frames_decoded").as_u64().unwrap_or(0) >= 100);
+    assert!(playing.is_some(), "the decoder did not decode 100 frames in 15 s");
     let killed = unix_ms();
     enc.signal("KILL");
     drop(enc);
-    std::thread::sleep(Duration::from_secs(3));
+    let slate = wait_for(Duration::from_secs(5), || last("display", "showing") == "slate");
+    assert!(slate.is_some(), "no slate within 5 s of the sender's end");
     let restarted = unix_ms();
     let mut enc2 = encoder(&dir, "encoder2", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
     assert!(enc2.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
@@ -184,7 +188,7 @@ fn wrong_passphrase_is_on_the_slate() {
         &format!("srt://:{port}?mode=listener&passphrase=decoder-side-pass"),
         &["--duration", "6s"],
     );
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the decoder");
     let _enc = encoder(
         &dir,
         "encoder",
@@ -211,6 +215,7 @@ fn joins_a_running_stream() {
         &[&format!("srt://:{port}?mode=listener")],
         &["--duration", "16s", "--keyframe-ms", "2000"],
     );
+    // The decoder joins a stream ten seconds old (the scenario, not a wait for readiness).
     std::thread::sleep(Duration::from_secs(10));
     let joined = unix_ms();
     let mut dec = decoder(&dir, "decoder", &format!("srt://127.0.0.1:{port}?mode=caller"), &["--duration", "5s"]);
@@ -240,7 +245,7 @@ fn loop_to_measures_the_round_trip() {
         &format!("srt://:{port_b}?mode=listener&latency=120"),
         &["--duration", "12s", "--loop-to", &format!("srt://127.0.0.1:{port_a}?latency=120")],
     );
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port_b, "the decoder");
     let mut a_enc =
         encoder(&dir, "a-encoder", &[&format!("srt://127.0.0.1:{port_b}?latency=120")], &["--duration", "9s"]);
     assert!(a_enc.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
@@ -286,7 +291,7 @@ fn resolution_change_keeps_playing_and_file_sink_records_it() {
     let sink = format!("file:{}", shown.display());
     let mut dec =
         decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener"), &["--duration", "13s", "--sink", &sink]);
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the decoder");
     let sh = format!(
         "ffmpeg -nostdin -loglevel error -re -i 'concat:{}|{}' -c copy -f mpegts 'srt://127.0.0.1:{port}?mode=caller'",
         dir.join("small.ts").display(),
@@ -333,7 +338,7 @@ fn unsupported_video_and_bytes_that_are_not_ts_are_named_without_churn() {
         let port = free_udp_port();
         let name = format!("decoder-{codec}");
         let mut dec = decoder(&dir, &name, &format!("srt://:{port}?mode=listener"), &["--duration", "9s"]);
-        std::thread::sleep(Duration::from_millis(800));
+        wait_udp_bound(port, "the decoder");
         let tx = if codec == "random" {
             // srt-live-transmit sends what it reads: random bytes at about 1 Mbit/s, 1316 to a packet.
             let mut cmd = Command::new("sh");
@@ -380,7 +385,7 @@ fn decoder_stats_carry_libsrts_receiver_drops_and_buffer() {
     let dir = scratch("dec-receiver-drops");
     let port = free_udp_port();
     let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener&latency=60"), &["--duration", "14s"]);
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the decoder");
     let profiles = linkemu::Profiles::parse(
         "[[profile]]\nname = \"lossy\"\nsource = \"test\"\nrtt_ms = 120\njitter_ms = 0\nloss_pct = 8.0\nrate_kbps = 0\n",
     )
@@ -427,7 +432,7 @@ fn ffmpeg_calls_with_aes_192_and_a_stream_id() {
         &format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen=24"),
         &["--duration", "10s"],
     );
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the decoder");
     let mut cmd = Command::new("ffmpeg");
     cmd.args(["-nostdin", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"])
         .args(["-t", "6", "-c:v", "libx264", "-f", "mpegts"])
@@ -453,7 +458,7 @@ fn decodes_gstreamer_srtsink() {
     let dir = scratch("dec-srtsink");
     let port = free_udp_port();
     let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener"), &["--duration", "10s"]);
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the decoder");
     let mut cmd = Command::new("gst-launch-1.0");
     cmd.args([
         "-q",

@@ -27,7 +27,7 @@ fn caller_into_srt_live_transmit() {
     let port = free_udp_port();
     let out = dir.join("received.ts");
     let mut rx = slt_to_file(&format!("srt://:{port}?mode=listener"), &out, &dir, "slt");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_udp_bound(port, "the receiver");
     let mut enc = encoder(
         &dir,
         "encoder",
@@ -72,7 +72,7 @@ fn caller_into_ffmpeg_listener() {
     ])
     .arg(&out);
     let mut rx = Proc::spawn(cmd, &dir, "ffmpeg");
-    std::thread::sleep(Duration::from_millis(500));
+    wait_udp_bound(port, "the receiver");
     let mut enc = encoder(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
     assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
     // ffmpeg ends by itself when the caller closes the connection.
@@ -98,7 +98,7 @@ fn caller_into_gstreamer_srtsrc() {
         &format!("location={}", out.display()),
     ]);
     let mut rx = Proc::spawn(cmd, &dir, "srtsrc");
-    std::thread::sleep(Duration::from_millis(500));
+    wait_udp_bound(port, "the receiver");
     let mut enc = encoder(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "5s"]);
     assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
     rx.signal("INT");
@@ -124,7 +124,7 @@ fn aes_128_and_256_interoperate_as_caller_and_listener() {
             &dir,
             &format!("slt-listener-{keylen}"),
         );
-        std::thread::sleep(Duration::from_millis(300));
+        wait_udp_bound(port, "the receiver");
         let name = format!("enc-caller-{keylen}");
         let mut enc = encoder(
             &dir,
@@ -148,7 +148,7 @@ fn aes_128_and_256_interoperate_as_caller_and_listener() {
             &[&format!("srt://:{port}?mode=listener&passphrase={pass}&pbkeylen={keylen}")],
             &["--duration", "4s"],
         );
-        std::thread::sleep(Duration::from_millis(800));
+        wait_udp_bound(port, "the encoder");
         let mut rx = slt_to_file(
             &format!("srt://127.0.0.1:{port}?mode=caller&passphrase={pass}&pbkeylen={keylen}"),
             &out,
@@ -179,7 +179,7 @@ fn wrong_passphrase_is_reported_as_caller_and_as_listener() {
         &dir,
         "slt",
     );
-    std::thread::sleep(Duration::from_millis(300));
+    wait_udp_bound(port, "the receiver");
     let mut enc = encoder(
         &dir,
         "caller",
@@ -204,7 +204,7 @@ fn wrong_passphrase_is_reported_as_caller_and_as_listener() {
         &[&format!("srt://:{port}?mode=listener&passphrase=the-right-one-123")],
         &["--duration", "4s"],
     );
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the encoder");
     let _tx = slt_to_file(
         &format!("srt://127.0.0.1:{port}?mode=caller&passphrase=the-wrong-one-456"),
         &dir.join("y.ts"),
@@ -231,18 +231,24 @@ fn a_listener_logs_a_flood_of_rejections_once_forgets_them_when_a_caller_gets_in
         &[&format!("srt://:{port}?mode=listener&passphrase=the-right-one-123")],
         &["--duration", "13s", "--size", "320x180", "--bitrate-kbps", "500"],
     );
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the encoder");
     let strangers: Vec<Proc> = (0..4)
         .map(|i| {
             let uri = format!("srt://127.0.0.1:{port}?mode=caller&passphrase=the-wrong-one-456");
             slt_to_file(&uri, &dir.join(format!("stranger{i}.ts")), &dir, &format!("stranger{i}"))
         })
         .collect();
+    // Four seconds of strangers: the window the rejection log's rate is judged over.
     std::thread::sleep(Duration::from_secs(4));
     drop(strangers);
     let good = format!("srt://127.0.0.1:{port}?mode=caller&passphrase=the-right-one-123");
     let caller = slt_to_file(&good, &dir.join("good.ts"), &dir, "good");
-    std::thread::sleep(Duration::from_secs(4));
+    let served = wait_for(Duration::from_secs(8), || {
+        json_lines(&dir.join("listener.stdout")).iter().any(|l| {
+            l["outputs"][0]["callers"] == 1 && l["outputs"][0]["srt"]["packets_sent"].as_i64().unwrap_or(0) > 100
+        })
+    });
+    assert!(served.is_some(), "the right caller was not served 100 packets within 8 s; see {}", dir.display());
     drop(caller);
     assert!(enc.wait_timeout(Duration::from_secs(30)).expect("encoder exits").success());
     let lines = json_lines(&dir.join("listener.stdout"));
@@ -276,7 +282,7 @@ fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
     let dir = scratch("fanout");
     let port = free_udp_port();
     let mut enc = encoder(&dir, "encoder", &[&format!("srt://:{port}?mode=listener&latency=200")], &[]);
-    std::thread::sleep(Duration::from_millis(800));
+    wait_udp_bound(port, "the encoder");
     let files: Vec<_> = (0..3).map(|i| dir.join(format!("caller{i}.ts"))).collect();
     let mut callers: Vec<Proc> = files
         .iter()
@@ -315,6 +321,7 @@ fn listener_serves_three_callers_and_a_frozen_one_starves_nobody() {
     assert!(all_writing.is_some(), "{}", logs("not every caller received video within 20 s"));
     callers[0].signal("STOP");
     let before: Vec<u64> = files.iter().map(|f| size(f)).collect();
+    // Five seconds with one caller frozen: the window the others must go on in.
     std::thread::sleep(Duration::from_secs(5));
     let after: Vec<u64> = files.iter().map(|f| size(f)).collect();
     callers[0].signal("CONT");
@@ -368,19 +375,20 @@ fn caller_reconnects_after_the_receiver_restarts() {
     let first = dir.join("first.ts");
     let second = dir.join("second.ts");
     let rx = slt_to_file(&format!("srt://:{port}?mode=listener"), &first, &dir, "slt1");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_udp_bound(port, "the receiver");
     let mut enc = encoder(&dir, "encoder", &[&format!("srt://127.0.0.1:{port}?mode=caller")], &["--duration", "20s"]);
     assert!(wait_for(Duration::from_secs(5), || size(&first) > 500_000).is_some(), "first receiver got nothing");
     rx.signal("KILL");
     drop(rx);
+    // The receiver stays away for a second (the scenario, not a wait for readiness).
     std::thread::sleep(Duration::from_millis(1000));
     let _rx2 = slt_to_file(&format!("srt://:{port}?mode=listener"), &second, &dir, "slt2");
     let took = wait_for(Duration::from_secs(6), || decodable_frames(&second) >= 1);
     eprintln!("decodable video after the receiver restarted: {took:?}");
     let took = took.expect("no decodable video after the receiver came back");
     assert!(took <= Duration::from_secs(3), "took {took:?}");
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(decodable_frames(&second) >= 30);
+    let flowing = wait_for(Duration::from_secs(5), || decodable_frames(&second) >= 30);
+    assert!(flowing.is_some(), "fewer than 30 decodable frames 5 s after the first: {}", decodable_frames(&second));
     assert!(enc.child.try_wait().expect("try_wait").is_none(), "the encoder exited instead of reconnecting");
     enc.signal("INT");
     assert!(enc.wait_timeout(Duration::from_secs(10)).expect("encoder exits on SIGINT").success());
@@ -406,7 +414,7 @@ fn callers_arriving_at_once_all_receive_video() {
         &["--size", "320x180", "--bitrate-kbps", "600", "--keyframe-ms", "500"],
     );
     // The encoder listens before anybody calls.
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_udp_bound(port, "the encoder");
     let uri = format!("srt://127.0.0.1:{port}?mode=caller");
     let mut files = Vec::new();
     let mut callers = Vec::new();

@@ -88,7 +88,7 @@ fn after_a_reconnect_a_new_size_and_a_lost_signal_the_offset_is_back_within_tole
     // The HDMI cable out for two seconds and back.
     let (code, body) = http("POST", http_port, "/api/sim/signal", Some(r#"{"present": false}"#));
     assert_eq!(code, 200, "{body}");
-    std::thread::sleep(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(2)); // the two seconds without a cable: the scenario
     let (code, body) = http("POST", http_port, "/api/sim/signal", Some(r#"{"present": true}"#));
     assert_eq!(code, 200, "{body}");
     back_in_sync(&stats, unix_ms(), "after the signal came back");

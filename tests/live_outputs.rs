@@ -30,7 +30,8 @@ fn adding_and_removing_an_output_leaves_the_others_alone() {
     let (file_a, file_b) = (dir.join("a.ts"), dir.join("b.ts"));
     let mut rx_a = slt_to_file(&format!("srt://:{port_a}?mode=listener"), &file_a, &dir, "slt-a");
     let mut rx_b = slt_to_file(&format!("srt://:{port_b}?mode=listener"), &file_b, &dir, "slt-b");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_udp_bound(port_a, "srt-live-transmit a");
+    wait_udp_bound(port_b, "srt-live-transmit b");
 
     let config = Config {
         outputs: vec![OutputConfig { url: format!("srt://127.0.0.1:{port_a}"), name: Some("a".into()) }],
@@ -41,6 +42,7 @@ fn adding_and_removing_an_output_leaves_the_others_alone() {
     let summary = runtime.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         let spec_b = OutputSpec::Srt(SrtUrl::parse(&format!("srt://127.0.0.1:{port_b}")).expect("url"));
+        // The scenario's timeline: output b added at 3 s, removed 4 s later.
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(3)).await;
             tx.send(EncoderCommand::AddOutput("b".into(), spec_b)).await.expect("send add");

@@ -37,9 +37,8 @@ fn rtmp_into_nginx() {
     let port = free_tcp_port();
     let _nginx = nginx_rtmp(&dir, port, "nginx");
     let mut enc = encoder(&dir, "encoder", &[&format!("rtmp://127.0.0.1:{port}/live/{KEY}")], &["--duration", "10s"]);
-    std::thread::sleep(Duration::from_secs(3));
-    let streams = probe_rtmp(port);
-    assert!(h264_720p_and_aac(&streams), "ffprobe via nginx: {streams:?}");
+    let readable = wait_for(Duration::from_secs(8), || h264_720p_and_aac(&probe_rtmp(port)));
+    assert!(readable.is_some(), "ffprobe via nginx: {:?}", probe_rtmp(port));
     assert!(enc.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
     let s = summary(&dir.join("encoder.stdout"));
     assert_eq!(s["outputs"][0]["kind"], "rtmp");
@@ -84,9 +83,8 @@ fn rtmps_through_stunnel() {
     );
     let url = format!("rtmps://127.0.0.1:{tls_port}/live/{KEY}?tls_verify=0");
     let mut enc = encoder(&dir, "encoder", &[&url], &["--duration", "10s"]);
-    std::thread::sleep(Duration::from_secs(3));
-    let streams = probe_rtmp(port);
-    assert!(h264_720p_and_aac(&streams), "ffprobe via nginx behind stunnel: {streams:?}");
+    let readable = wait_for(Duration::from_secs(8), || h264_720p_and_aac(&probe_rtmp(port)));
+    assert!(readable.is_some(), "ffprobe via nginx behind stunnel: {:?}", probe_rtmp(port));
     assert!(enc.wait_timeout(Duration::from_secs(20)).expect("encoder ends").success());
     assert_no_key(&dir, "encoder");
 }
@@ -104,7 +102,7 @@ fn srt_rtmp_and_recording_for_20_seconds() {
     let srt_file = dir.join("srt.ts");
     let mut srt_rx = slt_to_file(&format!("srt://:{srt_port}?mode=listener"), &srt_file, &dir, "slt");
     let _nginx = nginx_rtmp(&dir, rtmp_port, "nginx");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_udp_bound(srt_port, "srt-live-transmit");
     let outputs = [
         format!("srt://127.0.0.1:{srt_port}?mode=caller"),
         format!("rtmp://127.0.0.1:{rtmp_port}/live/{KEY}"),
@@ -160,7 +158,7 @@ fn rtmp_outage_touches_nothing_else_and_rtmp_reconnects() {
     let srt_file = dir.join("srt.ts");
     let mut srt_rx = slt_to_file(&format!("srt://:{srt_port}?mode=listener&latency=120"), &srt_file, &dir, "slt");
     let nginx = nginx_rtmp(&dir, rtmp_port, "nginx1");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_udp_bound(srt_port, "srt-live-transmit");
     let outputs = [
         format!("srt://127.0.0.1:{srt_port}?mode=caller&latency=120"),
         format!("rtmp://127.0.0.1:{rtmp_port}/live/{KEY}"),
@@ -168,7 +166,8 @@ fn rtmp_outage_touches_nothing_else_and_rtmp_reconnects() {
     ];
     let refs: Vec<&str> = outputs.iter().map(String::as_str).collect();
     let mut enc = encoder(&dir, "encoder", &refs, &["--duration", "30s"]);
-    std::thread::sleep(Duration::from_secs(2));
+    let published = wait_for(Duration::from_secs(10), || h264_720p_and_aac(&probe_rtmp(rtmp_port)));
+    assert!(published.is_some(), "the encoder's RTMP stream never reached nginx");
     // An RTMP reader records what nginx relays for the first stretch.
     let flv = dir.join("rtmp.flv");
     let mut cmd = Command::new("ffmpeg");
@@ -187,7 +186,7 @@ fn rtmp_outage_touches_nothing_else_and_rtmp_reconnects() {
     .arg(&flv);
     let mut reader = Proc::spawn(cmd, &dir, "rtmp-reader");
     let _ = reader.wait_timeout(Duration::from_secs(15));
-    // nginx down for 10 s.
+    // nginx down for 10 s (the outage itself, not a wait for readiness).
     nginx.signal("KILL");
     drop(nginx);
     std::thread::sleep(Duration::from_secs(10));
@@ -251,7 +250,7 @@ fn full_disk_stops_the_recording_not_the_stream() {
     let srt_port = free_udp_port();
     let srt_file = dir.join("srt.ts");
     let mut srt_rx = slt_to_file(&format!("srt://:{srt_port}?mode=listener"), &srt_file, &dir, "slt");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_udp_bound(srt_port, "srt-live-transmit");
     let outputs = [
         format!("srt://127.0.0.1:{srt_port}?mode=caller"),
         format!("file:{}/rec-%H%M%S.ts?segment=1h", small.display()),

@@ -180,6 +180,48 @@ pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> Option<Dur
     None
 }
 
+/// Whether a socket in the network namespace `table` describes (`/proc/net/udp`, or
+/// `/proc/PID/net/tcp` for a process in another namespace) is bound to `port` on any address,
+/// in `state` (the kernel's hex state: `07` a bound UDP socket, `0A` a listening TCP one). The
+/// IPv6 table (`…6`) is read too.
+fn socket_in(table: &str, port: u16, state: &str) -> bool {
+    let port = format!(":{port:04X}");
+    [table.to_string(), format!("{table}6")].iter().any(|t| {
+        std::fs::read_to_string(t).unwrap_or_default().lines().skip(1).any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1).is_some_and(|local| local.ends_with(&port)) && f.get(3) == Some(&state)
+        })
+    })
+}
+
+/// Waits until something on this machine has UDP `port` bound (an SRT listener is ready for
+/// callers once it has); panics naming `what` after 15 s.
+pub fn wait_udp_bound(port: u16, what: &str) {
+    let ready = wait_for(Duration::from_secs(15), || socket_in("/proc/net/udp", port, "07"));
+    assert!(ready.is_some(), "{what} did not bind UDP port {port} within 15 s");
+}
+
+/// Waits until nothing on this machine has UDP `port` bound (a killed listener's port is free).
+pub fn wait_udp_free(port: u16, what: &str) {
+    let free = wait_for(Duration::from_secs(15), || !socket_in("/proc/net/udp", port, "07"));
+    assert!(free.is_some(), "{what}: UDP port {port} still bound after 15 s");
+}
+
+/// Waits until something listens on TCP `port` (on this machine; with `pid`, in that process's
+/// network namespace); panics naming `what` after 15 s.
+pub fn wait_tcp_listening(port: u16, pid: Option<u32>, what: &str) {
+    let table = pid.map_or_else(|| "/proc/net/tcp".to_string(), |p| format!("/proc/{p}/net/tcp"));
+    let ready = wait_for(Duration::from_secs(15), || socket_in(&table, port, "0A"));
+    assert!(ready.is_some(), "{what} did not listen on TCP port {port} within 15 s");
+}
+
+/// As [`wait_udp_bound`], in the network namespace of process `pid`.
+pub fn wait_udp_bound_in(pid: u32, port: u16, what: &str) {
+    let table = format!("/proc/{pid}/net/udp");
+    let ready = wait_for(Duration::from_secs(15), || socket_in(&table, port, "07"));
+    assert!(ready.is_some(), "{what} did not bind UDP port {port} within 15 s");
+}
+
 /// Size of a file, 0 if missing.
 pub fn size(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
