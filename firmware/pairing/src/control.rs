@@ -27,6 +27,14 @@ fn mac(record: &PairRecord, what: &str, unix: u64) -> Option<Hmac<Sha256>> {
     Some(m)
 }
 
+/// An HMAC-SHA256 tag written as 64 hex characters, as bytes; `None` for anything else.
+fn tag_bytes(tag: &str) -> Option<Vec<u8>> {
+    if tag.len() != 64 || !tag.is_ascii() {
+        return None;
+    }
+    (0..32).map(|i| u8::from_str_radix(&tag[2 * i..2 * i + 2], 16).ok()).collect()
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -46,13 +54,7 @@ pub fn welcome_tag(pair_key: &str, pair_id: &str, srt_port: u16, srt_address: Op
 
 /// Whether `tag` is A's tag on this welcome.
 pub fn welcome_genuine(pair_key: &str, pair_id: &str, srt_port: u16, srt_address: Option<&str>, tag: &str) -> bool {
-    if tag.len() != 64 || !tag.is_ascii() {
-        return false;
-    }
-    let Ok(tag) = (0..32).map(|i| u8::from_str_radix(&tag[2 * i..2 * i + 2], 16)).collect::<Result<Vec<u8>, _>>()
-    else {
-        return false;
-    };
+    let Some(tag) = tag_bytes(tag) else { return false };
     welcome_mac(pair_key, pair_id, srt_port, srt_address).is_some_and(|m| m.verify_slice(&tag).is_ok())
 }
 
@@ -74,13 +76,10 @@ pub fn is_farewell(record: &PairRecord, data: &[u8], now_unix: u64) -> bool {
         return false;
     };
     let Ok(unix) = unix.parse::<u64>() else { return false };
-    if pair != record.pair_id || unix.abs_diff(now_unix) > CLOCK_SLACK_S || tag.len() != 64 || !tag.is_ascii() {
+    if pair != record.pair_id || unix.abs_diff(now_unix) > CLOCK_SLACK_S {
         return false;
     }
-    let Ok(tag) = (0..32).map(|i| u8::from_str_radix(&tag[2 * i..2 * i + 2], 16)).collect::<Result<Vec<u8>, _>>()
-    else {
-        return false;
-    };
+    let Some(tag) = tag_bytes(tag) else { return false };
     mac(record, "unpair", unix).is_some_and(|m| m.verify_slice(&tag).is_ok())
 }
 

@@ -18,15 +18,6 @@ use crate::error::{error, refused, ApiError};
 use crate::middleware::{client_ip, session_cookie, session_token};
 use crate::AppState;
 
-/// How the setup code file starts (and how a stale one is known before it is removed).
-pub(crate) const SETUP_FILE_HEAD: &str = "Telebridge setup code: ";
-
-/// Removes the setup code file once the password is set: the code is spent, and a file that
-/// says otherwise only misleads. Only a file that is ours (it starts with our words) goes.
-pub(crate) fn remove_setup_code_file(path: &str) {
-    crate::helper::publish_setup_code(path, None);
-}
-
 pub(crate) async fn setup_status(State(s): State<AppState>) -> Json<serde_json::Value> {
     Json(json!({ "needed": s.auth.setup_code().is_some(), "min_password": MIN_PASSWORD }))
 }
@@ -63,7 +54,8 @@ pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Response {
         Ok(()) => {
             s.auth.finish_setup();
             attempt.succeeded();
-            remove_setup_code_file(&s.store.file().web.setup_code_file);
+            // The code is spent: a file that says otherwise only misleads.
+            crate::helper::publish_setup_code(&s.store.file().web.setup_code_file, None);
             let _ = s.daemon.commands().send(DaemonCommand::SetupText(None)).await;
             info!(%ip, "setup done: password set");
             let token = s.auth.new_session(Instant::now());

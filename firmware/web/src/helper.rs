@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 
 use tracing::{info, warn};
 
-use crate::account::SETUP_FILE_HEAD;
+/// How the setup code file starts (and how a stale one is known before it is removed); the root
+/// helper takes a request of exactly these words and a code.
+const SETUP_FILE_HEAD: &str = "Telebridge setup code: ";
 
 /// The boot partition's setup code file: the one place the helper writes it. A configuration
 /// naming another file has it written by the daemon.
@@ -40,13 +42,10 @@ pub(crate) fn request(dir: &Path, name: &str, body: &str) -> std::io::Result<()>
 /// the helper when the file is the boot partition's and a helper runs, else directly (only a
 /// file that starts with our words is removed).
 pub(crate) fn publish_setup_code(path: &str, code: Option<&str>) {
+    let line = code.map(|c| format!("{SETUP_FILE_HEAD}{c}\n"));
     let via_helper = if path == BOOT_SETUP_FILE { requests_dir() } else { None };
     if let Some(dir) = via_helper {
-        let body = match code {
-            Some(code) => format!("{SETUP_FILE_HEAD}{code}\n"),
-            None => "remove\n".to_string(),
-        };
-        match request(&dir, "setup-code-request", &body) {
+        match request(&dir, "setup-code-request", line.as_deref().unwrap_or("remove\n")) {
             Ok(()) => {
                 info!(file = %path, "asked the helper to {} the setup code file", if code.is_some() { "write" } else { "remove" })
             }
@@ -55,18 +54,17 @@ pub(crate) fn publish_setup_code(path: &str, code: Option<&str>) {
         return;
     }
     let file = Path::new(path);
-    match code {
-        Some(code) => match std::fs::write(file, format!("{SETUP_FILE_HEAD}{code}\n")) {
+    match line {
+        Some(line) => match std::fs::write(file, line) {
             Ok(()) => info!(file = %file.display(), "setup code written"),
             Err(e) => warn!(file = %file.display(), error = %e, "cannot write the setup code file"),
         },
-        None => {
-            if std::fs::read_to_string(file).is_ok_and(|t| t.starts_with(SETUP_FILE_HEAD)) {
-                match std::fs::remove_file(file) {
-                    Ok(()) => info!(file = %file.display(), "setup code file removed (the password is set)"),
-                    Err(e) => warn!(file = %file.display(), error = %e, "cannot remove the spent setup code file"),
-                }
+        None if std::fs::read_to_string(file).is_ok_and(|t| t.starts_with(SETUP_FILE_HEAD)) => {
+            match std::fs::remove_file(file) {
+                Ok(()) => info!(file = %file.display(), "setup code file removed (the password is set)"),
+                Err(e) => warn!(file = %file.display(), error = %e, "cannot remove the spent setup code file"),
             }
         }
+        None => {}
     }
 }

@@ -82,7 +82,7 @@ impl AppState {
             let _ = daemon.commands().try_send(DaemonCommand::SetupText(Some(text)));
         }
         if code.is_none() {
-            account::remove_setup_code_file(&file.web.setup_code_file);
+            helper::publish_setup_code(&file.web.setup_code_file, None);
         }
         let state = Self {
             daemon,
