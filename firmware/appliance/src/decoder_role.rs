@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use std::time::{Duration, Instant};
-use telebridge_media::watched::Watched;
+use telebridge_media::watched::{Heartbeat, Watched};
 
 use telebridge_config::Config;
 use telebridge_config::SrtUrl;
@@ -27,6 +27,7 @@ use telebridge_media::{EncoderPipeline, EncoderSettings, TsFanout};
 use telebridge_srt::{InputStatus, SrtInput, SrtOutput};
 use tracing::{info, warn};
 
+use crate::decoder_stats::RoundTrip;
 pub use crate::decoder_stats::{AvEvent, DecodeSample, DecodeSummary, DecoderStats, DisplayStats};
 use crate::decoder_stop::{retire, Retired};
 pub use crate::slate::{bridge_slate_text, slate_text, stream_problem, Arrived};
@@ -102,38 +103,6 @@ fn start_loop(url: &SrtUrl) -> Result<Loop, AppError> {
     Ok(Loop { pipeline, output })
 }
 
-/// The round trip read from the echo strip. The far box may return one timecode in several of
-/// its frames (it sends more frames than it shows of ours): only the first counts.
-struct RoundTrip {
-    last_frame: Option<u32>,
-    recent: LatencyWindow,
-    whole: LatencyHistogram,
-}
-
-impl Default for RoundTrip {
-    fn default() -> Self {
-        Self {
-            last_frame: None,
-            recent: LatencyWindow::new(Duration::from_secs(5)),
-            whole: LatencyHistogram::default(),
-        }
-    }
-}
-
-impl RoundTrip {
-    fn heard(&mut self, mine: timecode::Timecode, now_us: u64, now: Instant) {
-        if self.last_frame == Some(mine.frame) {
-            return;
-        }
-        self.last_frame = Some(mine.frame);
-        let ms = mine.age_us(now_us) as f64 / 1000.0;
-        if ms < 60_000.0 {
-            self.recent.push(now, ms);
-            self.whole.push(ms);
-        }
-    }
-}
-
 /// Where the stream comes from: the decoder's own SRT input, or the bridge's connection.
 enum Source {
     Srt(SrtInput),
@@ -157,6 +126,9 @@ struct Decoding {
 
 /// How long the stats loop waits for one of its locks before it logs who holds it and goes on.
 const STATS_LOCK_WAIT: Duration = Duration::from_millis(200);
+/// How long a turn of the stats loop may take before its stage is logged (a turn takes well
+/// under a millisecond; it waits 250 ms for the next).
+const STATS_STALL: Duration = Duration::from_secs(2);
 /// How long the summary at the end waits for one.
 const END_LOCK_WAIT: Duration = Duration::from_secs(1);
 
@@ -320,6 +292,8 @@ pub async fn run_decoder(
     let retire_to = retired.sender();
     let mut warned_stuck = false;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
+    // A turn that stops anywhere (not only at a lock) is logged with the stage it stopped in.
+    let heart = Heartbeat::watch("decoder stats", STATS_STALL);
     let mut last_sample = Instant::now();
     let mut last_frames = 0u64;
     let mut slate_s = 0u64;
@@ -337,10 +311,12 @@ pub async fn run_decoder(
         problem,
     };
     loop {
+        heart.beat("waiting for the next tick");
         tokio::select! {
             _ = &mut shutdown => { info!("stopping on request"); break; }
             _ = tick.tick() => {}
         }
+        heart.beat("checking the decoder");
         if options.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
@@ -353,6 +329,7 @@ pub async fn run_decoder(
                 retire(&retire_to, d.pipeline.take());
             }
         }
+        heart.beat("checking the retired decoders");
         match retired.stuck_for() {
             Some(t) if t > Duration::from_secs(5) && !warned_stuck => {
                 warn!(for_ms = t.as_millis() as u64, "an old decoder is not stopping; the new one runs beside it");
@@ -361,7 +338,9 @@ pub async fn run_decoder(
             None => warned_stuck = false,
             _ => {}
         }
+        heart.beat("reading the input's status");
         let st = input.status();
+        heart.beat("setting the slate");
         let receiving = st.state == telebridge_srt::input::InputState::Receiving;
         let reason = problem.as_deref().or(st.reason.as_deref());
         // "A caller is connected" only while a stream arrives that shows no picture: a sender
@@ -389,6 +368,7 @@ pub async fn run_decoder(
             }
             let fps = ((frames - last_frames) as f64 / secs * 10.0).round() / 10.0;
             last_frames = frames;
+            heart.beat("making the sample");
             let showing_slate = display.showing_slate();
             if showing_slate {
                 slate_s += 1;
@@ -414,6 +394,7 @@ pub async fn run_decoder(
                 loop_output: looped.as_ref().map(|l| l.output.status().borrow().clone()),
             };
             if let Some(cb) = &options.on_sample {
+                heart.beat("handing the sample on");
                 cb(&sample);
             }
         }

@@ -1,9 +1,12 @@
 //! What the decoder role reports: one line a second of `decode --stats json` and the summary at
 //! exit (the panel, `/api/status` and `/metrics` read the same types).
 
+use std::time::{Duration, Instant};
+
 use serde::Serialize;
-use telebridge_media::latency::LatencySummary;
+use telebridge_media::latency::{LatencyHistogram, LatencySummary, LatencyWindow};
 use telebridge_media::lipsync::AvOffsetSummary;
+use telebridge_media::timecode;
 use telebridge_srt::{InputStatus, OutputStatus};
 
 /// Decoder figures.
@@ -123,6 +126,38 @@ pub struct DecodeSummary {
     pub av_offset: Option<AvOffsetSummary>,
     /// Seconds the slate was on screen (counted once a second).
     pub slate_s: u64,
+}
+
+/// The round trip read from the echo strip. The far box may return one timecode in several of
+/// its frames (it sends more frames than it shows of ours): only the first counts.
+pub(crate) struct RoundTrip {
+    last_frame: Option<u32>,
+    pub(crate) recent: LatencyWindow,
+    pub(crate) whole: LatencyHistogram,
+}
+
+impl Default for RoundTrip {
+    fn default() -> Self {
+        Self {
+            last_frame: None,
+            recent: LatencyWindow::new(Duration::from_secs(5)),
+            whole: LatencyHistogram::default(),
+        }
+    }
+}
+
+impl RoundTrip {
+    pub(crate) fn heard(&mut self, mine: timecode::Timecode, now_us: u64, now: Instant) {
+        if self.last_frame == Some(mine.frame) {
+            return;
+        }
+        self.last_frame = Some(mine.frame);
+        let ms = mine.age_us(now_us) as f64 / 1000.0;
+        if ms < 60_000.0 {
+            self.recent.push(now, ms);
+            self.whole.push(ms);
+        }
+    }
 }
 
 #[cfg(test)]

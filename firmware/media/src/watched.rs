@@ -3,11 +3,15 @@
 //! stats loop takes its locks with [`Watched::lock_within`]: it never waits longer than a limit,
 //! logs which lock and who holds it when it cannot have it, and turns on without it (issue 36:
 //! the decoder's stats loop stopped in 2 of about 300 runs, the likely cause a lock held through
-//! something that does not return).
+//! something that does not return). [`Heartbeat`] watches the loop itself: a turn that stops
+//! anywhere else (a call that does not return without any lock of ours) is logged with the stage
+//! it stopped in.
 
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tracing::warn;
@@ -120,6 +124,101 @@ impl<T> Watched<T> {
     }
 }
 
+/// What a loop's watcher decides at a look: the pure half of [`Heartbeat`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pulse {
+    /// The loop turns.
+    Alive,
+    /// No beat for `for_ms`; the loop was last seen at `stage` (said once a stall).
+    Stalled { stage: &'static str, for_ms: u64 },
+    /// A stalled loop turned again after `for_ms`.
+    Resumed { for_ms: u64 },
+}
+
+/// The last beat of a loop and whether its stall was said.
+#[derive(Debug, Clone)]
+pub struct Beats {
+    last: Instant,
+    stage: &'static str,
+    stalled: bool,
+}
+
+impl Beats {
+    /// A loop that has just begun at `stage`.
+    pub fn new(stage: &'static str, now: Instant) -> Self {
+        Self { last: now, stage, stalled: false }
+    }
+
+    /// The loop reached `stage` at `now`.
+    pub fn beat(&mut self, stage: &'static str, now: Instant) -> Pulse {
+        let gap = now.saturating_duration_since(self.last);
+        self.last = now;
+        self.stage = stage;
+        if std::mem::take(&mut self.stalled) {
+            return Pulse::Resumed { for_ms: gap.as_millis() as u64 };
+        }
+        Pulse::Alive
+    }
+
+    /// A look at `now`: stalled once no beat came for `limit`.
+    pub fn look(&mut self, now: Instant, limit: Duration) -> Pulse {
+        let gap = now.saturating_duration_since(self.last);
+        if gap < limit || self.stalled {
+            return Pulse::Alive;
+        }
+        self.stalled = true;
+        Pulse::Stalled { stage: self.stage, for_ms: gap.as_millis() as u64 }
+    }
+}
+
+/// A loop's sign of life, watched from a thread of its own: a loop that has not beaten for the
+/// limit is logged once with the stage it was last in, and again when it turns.
+#[derive(Debug)]
+pub struct Heartbeat {
+    name: &'static str,
+    beats: Arc<Mutex<Beats>>,
+    stop: Option<mpsc::Sender<()>>,
+    watcher: Option<JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    /// Watches a loop named `name` in the log, looking every quarter of `limit`.
+    pub fn watch(name: &'static str, limit: Duration) -> Self {
+        let beats = Arc::new(Mutex::new(Beats::new("starting", Instant::now())));
+        let (stop, stopped) = mpsc::channel::<()>();
+        let b = beats.clone();
+        let watcher = std::thread::Builder::new()
+            .name("heartbeat".into())
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(limit / 4) {
+                    let pulse = b.lock().unwrap_or_else(|p| p.into_inner()).look(Instant::now(), limit);
+                    if let Pulse::Stalled { stage, for_ms } = pulse {
+                        warn!(r#loop = name, stage, for_ms, "a loop stopped turning");
+                    }
+                }
+            })
+            .ok();
+        Self { name, beats, stop: Some(stop), watcher }
+    }
+
+    /// The loop reached `stage`.
+    pub fn beat(&self, stage: &'static str) {
+        let pulse = self.beats.lock().unwrap_or_else(|p| p.into_inner()).beat(stage, Instant::now());
+        if let Pulse::Resumed { for_ms } = pulse {
+            warn!(r#loop = self.name, stage, for_ms, "a stopped loop turns again");
+        }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(w) = self.watcher.take() {
+            let _ = w.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,5 +251,39 @@ mod tests {
         *g += 1;
         drop(g);
         assert_eq!(*w.lock(), 8);
+    }
+
+    #[test]
+    fn a_loop_that_stops_beating_is_said_once_with_its_stage_and_again_when_it_turns() {
+        let t0 = Instant::now();
+        let limit = Duration::from_secs(3);
+        let mut b = Beats::new("starting", t0);
+        assert_eq!(b.beat("waiting for the tick", t0 + Duration::from_millis(250)), Pulse::Alive);
+        assert_eq!(b.beat("the input's status", t0 + Duration::from_millis(260)), Pulse::Alive);
+        assert_eq!(b.look(t0 + Duration::from_secs(3), limit), Pulse::Alive, "2.74 s since the beat");
+        assert_eq!(
+            b.look(t0 + Duration::from_millis(3260), limit),
+            Pulse::Stalled { stage: "the input's status", for_ms: 3000 }
+        );
+        assert_eq!(b.look(t0 + Duration::from_secs(60), limit), Pulse::Alive, "said once a stall");
+        assert_eq!(
+            b.beat("waiting for the tick", t0 + Duration::from_millis(61_260)),
+            Pulse::Resumed { for_ms: 61_000 }
+        );
+        assert_eq!(b.look(t0 + Duration::from_secs(62), limit), Pulse::Alive);
+        assert_eq!(
+            b.look(t0 + Duration::from_millis(64_260), limit),
+            Pulse::Stalled { stage: "waiting for the tick", for_ms: 3000 },
+            "a second stall is said again"
+        );
+    }
+
+    #[test]
+    fn a_heartbeat_lets_its_watcher_go_when_dropped() {
+        let h = Heartbeat::watch("test loop", Duration::from_secs(3600));
+        h.beat("turning");
+        let asked = Instant::now();
+        drop(h);
+        assert!(asked.elapsed() < Duration::from_secs(60), "the watcher waits for its stop, not its limit");
     }
 }
