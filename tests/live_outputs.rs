@@ -45,7 +45,7 @@ fn adding_and_removing_an_output_leaves_the_others_alone() {
         // The scenario's timeline: output b added at 3 s, removed 4 s later.
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(3)).await;
-            tx.send(EncoderCommand::AddOutput("b".into(), spec_b)).await.expect("send add");
+            tx.send(EncoderCommand::AddOutput("b".into(), Box::new(spec_b))).await.expect("send add");
             tokio::time::sleep(Duration::from_secs(4)).await;
             tx.send(EncoderCommand::RemoveOutput("b".into())).await.expect("send remove");
         });

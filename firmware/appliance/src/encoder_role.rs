@@ -26,7 +26,7 @@ pub type SampleCallback = Arc<dyn Fn(&StatsSample) + Send + Sync>;
 #[derive(Debug)]
 pub enum EncoderCommand {
     /// Start one more output (name, destination).
-    AddOutput(String, OutputSpec),
+    AddOutput(String, Box<OutputSpec>),
     /// Stop and remove the output of this name.
     RemoveOutput(String),
     /// Send a control message to the paired box on the bridge's connection.

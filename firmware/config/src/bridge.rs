@@ -32,6 +32,47 @@ pub struct RelaySpec {
     pub last: u16,
 }
 
+/// A pair's token at a meeting point, derived from the pair's key (see
+/// `telebridge_pairing::link::meet_token`): each box says it in a hello, its first datagram to
+/// the relay from the port its rendezvous will use, and the relay forwards only between two
+/// addresses that said the same token, one on each of the pair's ports. A stranger who does not
+/// have it can hold no place (issue 36, finding 8). It tells nothing of the key; someone who
+/// sees the boxes' traffic to the relay sees it too, and could as well stop that traffic.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MeetToken(pub [u8; 16]);
+
+impl MeetToken {
+    /// The length of a hello: 8 bytes of magic, then the token.
+    pub const HELLO_LEN: usize = 24;
+    const MAGIC: [u8; 8] = *b"TBMEET\x01\x00";
+
+    /// The hello that says this token.
+    pub fn hello(&self) -> [u8; Self::HELLO_LEN] {
+        let mut d = [0u8; Self::HELLO_LEN];
+        d[..8].copy_from_slice(&Self::MAGIC);
+        d[8..].copy_from_slice(&self.0);
+        d
+    }
+
+    /// The token a datagram says, if it is a hello (an SRT packet is never one: its first four
+    /// bytes would be a data packet's sequence number or a control type, and it is never exactly
+    /// 24 bytes with this magic).
+    pub fn from_hello(datagram: &[u8]) -> Option<Self> {
+        if datagram.len() != Self::HELLO_LEN || datagram[..8] != Self::MAGIC {
+            return None;
+        }
+        let mut t = [0u8; 16];
+        t.copy_from_slice(&datagram[8..]);
+        Some(Self(t))
+    }
+}
+
+impl std::fmt::Debug for MeetToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MeetToken(****)")
+    }
+}
+
 impl RelaySpec {
     /// Reads `HOST:FIRST-LAST` (or `HOST:PORT`).
     pub fn parse(s: &str) -> Result<Self, String> {

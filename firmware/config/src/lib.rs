@@ -28,7 +28,7 @@ pub use secret::Secret;
 pub use source::{AudioCodec, AudioOut, AudioSource, BitrateMode, DecoderSink, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
 pub use valid::{BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig};
-pub use validate::{FieldError, RelaySpec, ValidationErrors};
+pub use validate::{FieldError, MeetToken, RelaySpec, ValidationErrors};
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].
 pub const EXAMPLE_TOML: &str = include_str!("../telebridge.example.toml");

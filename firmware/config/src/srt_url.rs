@@ -105,6 +105,9 @@ pub struct SrtUrl {
     pub local_address: Option<String>,
     /// Local port to bind (rendezvous; caller from a fixed port).
     pub local_port: Option<u16>,
+    /// A rendezvous through a meeting point: the pair's token, said in a hello from the local
+    /// port before the rendezvous starts (set by the bridge's route, never read from a URI).
+    pub meet_token: Option<crate::MeetToken>,
 }
 
 /// Why an `srt://` URI was refused. Each message names the value and what is allowed.
@@ -212,6 +215,7 @@ impl SrtUrl {
             peer_idle_timeout: None,
             local_address: None,
             local_port: None,
+            meet_token: None,
         };
         let mut seen: Vec<String> = Vec::new();
         let mut key_length_raw: Option<String> = None;
@@ -552,7 +556,7 @@ mod tests {
                 latency: Some(Duration::from_millis(latency)), passphrase: None, key_length: None,
                 stream_id: (!sid.is_empty()).then(|| sid.clone()), max_bw_bytes_per_s: None,
                 input_bw_bytes_per_s: None, overhead_bw_pct: None, connect_timeout: None, peer_idle_timeout: None,
-                local_address: None, local_port: None,
+                local_address: None, local_port: None, meet_token: None,
             };
             let again = SrtUrl::parse(&url.uri_without_secret()).unwrap();
             prop_assert_eq!(again, url);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use telebridge_config::{BridgeSettings, KeyLength, SrtMode, SrtUrl};
+use telebridge_config::{BridgeSettings, KeyLength, MeetToken, SrtMode, SrtUrl};
 
 use crate::store::{PairRecord, Reach};
 
@@ -76,7 +76,9 @@ pub fn link_route(record: &PairRecord, bridge: &BridgeSettings) -> Result<PeerRo
     if let Some(relay) = &bridge.relay {
         let side = usize::from(record.side == crate::store::StoredSide::B);
         let port = crate::meet::port_for(&record.pair_id, side, relay.first, relay.last);
-        then.push(rendezvous(relay.host.clone(), port, bridge.port));
+        let mut way = rendezvous(relay.host.clone(), port, bridge.port);
+        way.meet_token = Some(meet_token(record));
+        then.push(way);
     }
     let mut first = first;
     if first.mode == SrtMode::Listener && then.iter().any(|w| w.host.as_deref().is_some_and(|h| !h.contains(':'))) {
@@ -85,6 +87,19 @@ pub fn link_route(record: &PairRecord, bridge: &BridgeSettings) -> Result<PeerRo
         first.local_address = Some("0.0.0.0".into());
     }
     Ok(PeerRoute { peer_name: Some(record.peer_id.clone()), first, then })
+}
+
+/// The pair's token at a meeting point: HMAC-SHA256 under the pair key of a label and the pair
+/// id, its first 16 bytes. Both boxes make the same one; the relay learns nothing of the key.
+pub fn meet_token(record: &PairRecord) -> MeetToken {
+    use hmac::{Hmac, Mac};
+    let mut m = <Hmac<sha2::Sha256> as Mac>::new_from_slice(record.pair_key.expose().as_bytes())
+        .expect("HMAC takes a key of any length");
+    m.update(b"telebridge meeting point token\0");
+    m.update(record.pair_id.as_bytes());
+    let mut t = [0u8; 16];
+    t.copy_from_slice(&m.finalize().into_bytes()[..16]);
+    MeetToken(t)
 }
 
 fn host_port(addr: &str) -> Result<(String, u16), LinkError> {
@@ -189,6 +204,15 @@ mod tests {
         assert_eq!(route.then.len(), 2);
         assert_eq!((route.then[1].host.as_deref(), route.then[1].port), (Some("relay.example"), port));
         assert_eq!(route.then[1].local_port, Some(7700));
+        // Only the way through the meeting point says the pair's token; both boxes make the same
+        // one from the pair key, and another pair key makes another.
+        assert_eq!((route.first.meet_token, route.then[0].meet_token), (None, None));
+        assert_eq!(route.then[1].meet_token, Some(meet_token(&r)));
+        let mut other = r.clone();
+        other.side = crate::store::StoredSide::A;
+        assert_eq!(meet_token(&other), meet_token(&r), "the same on both boxes");
+        other.pair_key = telebridge_config::Secret::new("another pair's key, as long as a real one");
+        assert_ne!(meet_token(&other), meet_token(&r));
         r.via = Via::PortMapping;
         assert_eq!(
             link_route(&r, &bridge()).unwrap().then.len(),

@@ -27,6 +27,11 @@ pub fn dial(url: &SrtUrl, control: &Control, send_only: bool) -> Result<Option<(
         sock.set_send_only().map_err(|e| e.to_string())?;
     }
     let local = local_bind(url, Some(&remote)).map_err(|e| e.to_string())?;
+    if let (SrtMode::Rendezvous, Some(token), Some(local)) = (url.mode, url.meet_token, local) {
+        if say_hello(&local, &remote, &token.hello(), control) {
+            return Ok(None);
+        }
+    }
     let since = Instant::now();
     let called = match (url.mode, local) {
         (SrtMode::Rendezvous, Some(local)) => sock.rendezvous(&local, &remote),
@@ -54,6 +59,33 @@ pub fn dial(url: &SrtUrl, control: &Control, send_only: bool) -> Result<Option<(
             return Ok(None);
         }
     }
+}
+
+/// How long a hello waits for its port: a listener on it that just closed keeps it 4-5 s, until
+/// libsrt's collector lets its UDP socket go (the listener gives it up [`crate::ways::MEET_LEAD`]
+/// before the slot for this; the wait is the backstop, inside the rendezvous' 8 s).
+const HELLO_PORT_WAIT: Duration = Duration::from_secs(6);
+
+/// A rendezvous through a meeting point says the pair's token first, from the port the
+/// rendezvous is about to bind (the relay forwards only between two addresses that said it; a
+/// NAT on the way keeps that port's mapping for the rendezvous that follows at once). `true`
+/// when stopped meanwhile.
+fn say_hello(local: &SocketAddr, relay: &SocketAddr, hello: &[u8], control: &Control) -> bool {
+    let since = Instant::now();
+    let said = loop {
+        match std::net::UdpSocket::bind(local) {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && since.elapsed() < HELLO_PORT_WAIT => {
+                if control.stop_within(Duration::from_millis(20)) {
+                    return true;
+                }
+            }
+            bound => break bound.and_then(|s| s.send_to(hello, relay)),
+        }
+    };
+    if let Err(e) = said {
+        tracing::warn!(local = %local, relay = %relay, error = %e, "cannot say the pair's token to the meeting point");
+    }
+    false
 }
 
 /// Why the peer refused, in words: libsrt's reject code, else what its log said.

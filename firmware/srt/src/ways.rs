@@ -17,15 +17,19 @@ use std::time::Duration;
 pub const SLOT: Duration = Duration::from_secs(40);
 /// A listener before rendezvous ways gives its port up this long before a slot starts.
 pub const LEAD: Duration = Duration::from_millis(500);
+/// The same, when a way through a meeting point follows: its hello needs the port itself, which
+/// libsrt holds for 4-5 s after a listener closes (3 s for a late caller, then its collector's
+/// second and tick), where a rendezvous of libsrt's own would have shared it at once.
+pub const MEET_LEAD: Duration = Duration::from_millis(5500);
 
 /// Until when a listener that starts at `unix_ms` listens, when rendezvous ways follow it:
-/// [`LEAD`] before the next slot (or the one after, if that is too close).
-pub fn listen_for(unix_ms: u64) -> Duration {
+/// `lead` before the next slot (or the one after, if that would leave less than [`LEAD`]).
+pub fn listen_for(unix_ms: u64, lead: Duration) -> Duration {
     let to_slot = until_next_slot(unix_ms);
-    if to_slot > LEAD * 2 {
-        to_slot - LEAD
+    if to_slot > lead + LEAD {
+        to_slot - lead
     } else {
-        to_slot + SLOT - LEAD
+        to_slot + SLOT - lead
     }
 }
 
@@ -73,8 +77,11 @@ mod tests {
         // The next slot is for the other rendezvous way.
         assert_eq!(next(0, 3, false, 81_000).way, 2, "slot 3: the second");
         // A listener stops just before the slot, or listens through a slot too close to reach.
-        assert_eq!(listen_for(70_000), Duration::from_millis(9_500));
-        assert_eq!(listen_for(79_200), Duration::from_millis(40_300));
+        assert_eq!(listen_for(70_000, LEAD), Duration::from_millis(9_500));
+        assert_eq!(listen_for(79_200, LEAD), Duration::from_millis(40_300));
+        // Before a meeting point's way, the port is given up early enough for libsrt to let it go.
+        assert_eq!(listen_for(70_000, MEET_LEAD), Duration::from_millis(4_500));
+        assert_eq!(listen_for(75_000, MEET_LEAD), Duration::from_millis(39_500));
         // A rendezvous that failed goes back to listening or calling at once.
         assert_eq!(next(2, 3, false, 48_000), Next { way: 0, wait: Duration::ZERO });
         // A way that connected is kept; a single way is retried.

@@ -1,6 +1,6 @@
 //! `telebridge relay --meet FIRST-LAST`: the meeting point of paired boxes that cannot reach
 //! each other (see `telebridge_pairing::meet`). One thread per port forwards datagrams between
-//! the two addresses holding the port's places.
+//! the two boxes of a pair, each of which said the pair's token in a hello.
 
 use std::net::UdpSocket;
 use std::process::ExitCode;
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use telebridge_pairing::meet::{parse_ports, MeetPair};
+use telebridge_pairing::meet::{parse_ports, Drop as Dropped, Meet, Meeting};
 use tracing::{info, warn};
 
 use crate::exit::bad_input;
@@ -34,7 +34,7 @@ pub(crate) fn meet(ports: &str) -> ExitCode {
                 Err(e) => return bad_input(format!("--meet: cannot listen on UDP {port}: {e}")),
             }
         }
-        let pair = Arc::new(Mutex::new(MeetPair::default()));
+        let pair = Arc::new(Mutex::new(Meeting::default()));
         for side in 0..2 {
             let (mine, other) = (sockets[side].clone(), sockets[1 - side].clone());
             let (pair, stop) = (pair.clone(), stop.clone());
@@ -62,11 +62,27 @@ pub(crate) fn meet(ports: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Port `port` (`side` of its pair): what arrives leaves by the other port to the other box.
-fn serve(port: u16, side: usize, mine: &UdpSocket, other: &UdpSocket, pair: &Mutex<MeetPair>, stop: &AtomicBool) {
-    let mut met = [None, None];
+/// How often a port says how many datagrams it dropped.
+const DROPS_EVERY: Duration = Duration::from_secs(60);
+
+/// Port `port` (`side` of its pair): what a box sends leaves by the other port to the other box
+/// of its pair.
+fn serve(port: u16, side: usize, mine: &UdpSocket, other: &UdpSocket, pair: &Mutex<Meeting>, stop: &AtomicBool) {
     let mut buf = vec![0u8; 2048];
+    let mut drops = [0u64; 3];
+    let mut said = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if drops.iter().any(|n| *n > 0) && said.elapsed() >= DROPS_EVERY {
+            info!(
+                port,
+                no_place = drops[0],
+                hellos_over_rate = drops[1],
+                source_full = drops[2],
+                "meeting point: datagrams dropped (from addresses that said no pair's token, hellos over a source's rate or places)"
+            );
+            drops = [0; 3];
+            said = Instant::now();
+        }
         let (n, from) = match mine.recv_from(&mut buf) {
             Ok(x) => x,
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
@@ -75,18 +91,25 @@ fn serve(port: u16, side: usize, mine: &UdpSocket, other: &UdpSocket, pair: &Mut
                 continue;
             }
         };
-        let (to, holders) = {
-            let mut p = pair.lock().unwrap_or_else(|p| p.into_inner());
-            (p.on_datagram(side, from, Instant::now()), p.holders())
-        };
-        if let [Some(a), Some(b)] = holders {
-            if holders != met {
-                info!(port, a = %a, b = %b, "meeting point: two boxes met");
-                met = holders;
+        let meet = pair.lock().unwrap_or_else(|p| p.into_inner()).on_datagram(side, from, &buf[..n], Instant::now());
+        match meet {
+            Meet::Forward(to) => {
+                let _ = other.send_to(&buf[..n], to);
             }
-        }
-        if let Some(to) = to {
-            let _ = other.send_to(&buf[..n], to);
+            Meet::Welcomed { peer: Some(peer) } => {
+                info!(port, this = %from, other = %peer, "meeting point: two boxes met")
+            }
+            Meet::Welcomed { peer: None } => {
+                info!(port, this = %from, "meeting point: a box waits for the other of its pair")
+            }
+            Meet::Waiting => {}
+            Meet::Dropped(why) => {
+                drops[match why {
+                    Dropped::NoPlace => 0,
+                    Dropped::TooManyHellos => 1,
+                    Dropped::SourceFull => 2,
+                }] += 1
+            }
         }
     }
 }

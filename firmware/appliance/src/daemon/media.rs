@@ -59,7 +59,7 @@ pub(super) fn apply(plan: &ChangePlan, media: &mut Option<Media>, pending: &mut 
     }
     for (name, spec) in &plan.add_outputs {
         info!(output = %spec.label(), "configuration changed: adding output");
-        let _ = cmds.try_send(EncoderCommand::AddOutput(name.clone(), spec.clone()));
+        let _ = cmds.try_send(EncoderCommand::AddOutput(name.clone(), Box::new(spec.clone())));
     }
 }
 

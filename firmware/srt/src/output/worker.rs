@@ -50,8 +50,10 @@ impl Worker {
     pub(super) fn listen(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
         let started = Instant::now();
         // With rendezvous ways after it, a listener that no caller reached gives the port up
-        // for the next rendezvous slot.
-        let listen_until = started + crate::ways::listen_for(unix_ms());
+        // for the next rendezvous slot (early enough for a meeting point's hello to have it).
+        let lead =
+            if self.ways.iter().any(|w| w.meet_token.is_some()) { crate::ways::MEET_LEAD } else { crate::ways::LEAD };
+        let listen_until = started + crate::ways::listen_for(unix_ms(), lead);
         self.status.send_modify(|s| s.state = OutputState::Listening);
         let duplex = self.on_receive.is_some();
         let setup = || -> Result<(Listener, Option<Epoll>), SrtError> {
