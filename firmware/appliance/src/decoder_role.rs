@@ -399,6 +399,8 @@ pub async fn run_decoder(
             }
         }
     }
+    // The loop has ended: what follows (stopping the pipelines) is not a stall of it.
+    drop(heart);
     let elapsed = started.elapsed();
     let final_input = input.status();
     if let Source::Srt(i) = input {

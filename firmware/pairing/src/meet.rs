@@ -332,6 +332,45 @@ mod tests {
         assert_eq!(m.on_datagram(1, heavy(1), b"x", at), Meet::Waiting);
     }
 
+    proptest::proptest! {
+        /// Whatever strangers send, in any order: a datagram goes only to an address whose last
+        /// hello said the sender's token on the other port, and the places stay within bounds.
+        #[test]
+        fn a_datagram_goes_only_to_the_other_box_of_its_token(
+            ops in proptest::collection::vec((0usize..2, 0u16..40, proptest::option::of(0u8..4), 0u64..3000), 1..400)
+        ) {
+            let t0 = Instant::now();
+            let mut now = t0;
+            let mut m = Meeting::default();
+            let mut said: HashMap<SocketAddr, (MeetToken, usize)> = HashMap::new();
+            for (side, who, token, step_ms) in ops {
+                now += Duration::from_millis(step_ms);
+                // Forty addresses on five sources.
+                let from = a(&format!("198.51.100.{}:{}", who % 5, 1000 + who));
+                let d = match token { Some(k) => t(k).hello().to_vec(), None => b"srt".to_vec() };
+                let got = m.on_datagram(side, from, &d, now);
+                if let Some(k) = token {
+                    if matches!(got, Meet::Welcomed { .. }) {
+                        said.insert(from, (t(k), side));
+                    }
+                }
+                if let Meet::Forward(to) | Meet::Welcomed { peer: Some(to) } = got {
+                    let (mine, theirs) = (said.get(&from), said.get(&to));
+                    proptest::prop_assert!(
+                        mine.zip(theirs).is_some_and(|((tm, sm), (tt, st))| tm == tt && sm == &side && st == &(1 - side)),
+                        "{from} (said {mine:?}) to {to} (said {theirs:?})"
+                    );
+                }
+                proptest::prop_assert!(m.places() <= MAX_PLACES);
+                let mut per: HashMap<IpAddr, usize> = HashMap::new();
+                for p in m.places.keys() {
+                    *per.entry(source(p)).or_default() += 1;
+                }
+                proptest::prop_assert!(per.values().all(|n| *n <= PER_SOURCE), "{per:?}");
+            }
+        }
+    }
+
     #[test]
     fn ports_and_ranges() {
         assert_eq!(parse_ports("7800-7815"), Ok((7800, 7815)));
