@@ -42,8 +42,9 @@ pub const MAX_SOURCES: usize = 4096;
 pub enum Meet {
     /// Send it from the other port of the pair to this address.
     Forward(SocketAddr),
-    /// A hello took or renewed a place; `peer` is the other box of the pair, if it has its place.
-    Welcomed { peer: Option<SocketAddr> },
+    /// A hello took or renewed a place (`again`: the same address said the same token on the
+    /// same port before); `peer` is the other box of the pair, if it has its place.
+    Welcomed { peer: Option<SocketAddr>, again: bool },
     /// A box's datagram while the other box of its pair has no place yet.
     Waiting,
     /// Dropped, and why.
@@ -137,6 +138,7 @@ impl Meeting {
         }
         b.hellos -= 1.0;
         self.forget_idle(now);
+        let again = self.places.get(&from).is_some_and(|p| p.token == token && p.side == side);
         // This address's old place (another token or port) and the token's old holder (the box
         // again, from a new public port) give way.
         self.leave(&from);
@@ -152,7 +154,7 @@ impl Meeting {
         }
         self.places.insert(from, Place { token, side, last: now });
         self.by_token.insert((token, side), from);
-        Meet::Welcomed { peer: self.peer(token, side, now) }
+        Meet::Welcomed { peer: self.peer(token, side, now), again }
     }
 
     fn leave(&mut self, addr: &SocketAddr) {
@@ -237,13 +239,14 @@ mod tests {
         // A stranger who sends first holds nothing, on either port.
         assert_eq!(m.on_datagram(0, stranger, b"hold", t0), Meet::Dropped(Drop::NoPlace));
         assert_eq!(m.on_datagram(1, stranger, b"hold", t0), Meet::Dropped(Drop::NoPlace));
-        assert_eq!(m.on_datagram(0, box_a, &t(1).hello(), t0), Meet::Welcomed { peer: None });
+        assert_eq!(m.on_datagram(0, box_a, &t(1).hello(), t0), Meet::Welcomed { peer: None, again: false });
         assert_eq!(m.on_datagram(0, box_a, b"srt", t0), Meet::Waiting, "alone: nowhere to go yet");
-        assert_eq!(m.on_datagram(1, box_b, &t(1).hello(), t0), Meet::Welcomed { peer: Some(box_a) });
+        assert_eq!(m.on_datagram(0, box_a, &t(1).hello(), t0), Meet::Welcomed { peer: None, again: true });
+        assert_eq!(m.on_datagram(1, box_b, &t(1).hello(), t0), Meet::Welcomed { peer: Some(box_a), again: false });
         assert_eq!(m.on_datagram(1, box_b, b"srt", t0), Meet::Forward(box_a));
         assert_eq!(m.on_datagram(0, box_a, b"srt", t0), Meet::Forward(box_b));
         // The stranger's hello of another token takes a place of its own, and gets nothing of theirs.
-        assert_eq!(m.on_datagram(1, stranger, &t(9).hello(), t0), Meet::Welcomed { peer: None });
+        assert_eq!(m.on_datagram(1, stranger, &t(9).hello(), t0), Meet::Welcomed { peer: None, again: false });
         assert_eq!(m.on_datagram(1, stranger, b"x", t0), Meet::Waiting);
         assert_eq!(m.on_datagram(0, box_a, b"srt", t0), Meet::Forward(box_b), "B keeps its place");
         // A box's datagram on the wrong port is not its own.
@@ -254,11 +257,11 @@ mod tests {
         assert_eq!(m.on_datagram(1, box_b, b"srt", later), Meet::Dropped(Drop::NoPlace));
         assert_eq!(m.on_datagram(0, box_a, b"srt", later), Meet::Waiting);
         let b2 = a("198.20.0.2:40777");
-        assert_eq!(m.on_datagram(1, b2, &t(1).hello(), later), Meet::Welcomed { peer: Some(box_a) });
+        assert_eq!(m.on_datagram(1, b2, &t(1).hello(), later), Meet::Welcomed { peer: Some(box_a), again: false });
         assert_eq!(m.on_datagram(0, box_a, b"srt", later), Meet::Forward(b2));
         // The token's holder moving to a new port takes its place from the old one at once.
         let b3 = a("198.20.0.2:40999");
-        assert_eq!(m.on_datagram(1, b3, &t(1).hello(), later), Meet::Welcomed { peer: Some(box_a) });
+        assert_eq!(m.on_datagram(1, b3, &t(1).hello(), later), Meet::Welcomed { peer: Some(box_a), again: false });
         assert_eq!(m.on_datagram(1, b2, b"srt", later), Meet::Dropped(Drop::NoPlace));
         assert_eq!(m.on_datagram(0, box_a, b"srt", later), Meet::Forward(b3));
     }
@@ -285,10 +288,13 @@ mod tests {
             last = m.on_datagram(0, a(&format!("203.0.113.9:{}", 1000 + u16::from(i))), &t(i).hello(), at);
         }
         assert_eq!((m.places(), last), (PER_SOURCE, Meet::Dropped(Drop::SourceFull)));
-        assert_eq!(m.on_datagram(0, a("198.20.0.1:7700"), &t(200).hello(), at), Meet::Welcomed { peer: None });
+        assert_eq!(
+            m.on_datagram(0, a("198.20.0.1:7700"), &t(200).hello(), at),
+            Meet::Welcomed { peer: None, again: false }
+        );
         assert_eq!(
             m.on_datagram(1, a("198.20.0.2:7700"), &t(200).hello(), at),
-            Meet::Welcomed { peer: Some(a("198.20.0.1:7700")) }
+            Meet::Welcomed { peer: Some(a("198.20.0.1:7700")), again: false }
         );
         // IPv6 counts per /64: another address of the same /64 is the same source.
         let mut m = Meeting::default();
@@ -354,7 +360,7 @@ mod tests {
                         said.insert(from, (t(k), side));
                     }
                 }
-                if let Meet::Forward(to) | Meet::Welcomed { peer: Some(to) } = got {
+                if let Meet::Forward(to) | Meet::Welcomed { peer: Some(to), .. } = got {
                     let (mine, theirs) = (said.get(&from), said.get(&to));
                     proptest::prop_assert!(
                         mine.zip(theirs).is_some_and(|((tm, sm), (tt, st))| tm == tt && sm == &side && st == &(1 - side)),

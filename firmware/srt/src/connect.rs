@@ -66,21 +66,37 @@ pub fn dial(url: &SrtUrl, control: &Control, send_only: bool) -> Result<Option<(
 /// before the slot for this; the wait is the backstop, inside the rendezvous' 8 s).
 const HELLO_PORT_WAIT: Duration = Duration::from_secs(6);
 
+/// A hello is said this many times, 20 ms apart: one lost on the way would cost the slot.
+const HELLOS: usize = 3;
+
 /// A rendezvous through a meeting point says the pair's token first, from the port the
 /// rendezvous is about to bind (the relay forwards only between two addresses that said it; a
 /// NAT on the way keeps that port's mapping for the rendezvous that follows at once). `true`
 /// when stopped meanwhile.
 fn say_hello(local: &SocketAddr, relay: &SocketAddr, hello: &[u8], control: &Control) -> bool {
     let since = Instant::now();
-    let said = loop {
+    let bound = loop {
         match std::net::UdpSocket::bind(local) {
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && since.elapsed() < HELLO_PORT_WAIT => {
                 if control.stop_within(Duration::from_millis(20)) {
                     return true;
                 }
             }
-            bound => break bound.and_then(|s| s.send_to(hello, relay)),
+            bound => break bound,
         }
+    };
+    let said = match bound {
+        Ok(s) => {
+            let mut sent = Ok(0);
+            for k in 0..HELLOS {
+                if k > 0 && control.stop_within(Duration::from_millis(20)) {
+                    return true;
+                }
+                sent = s.send_to(hello, relay);
+            }
+            sent
+        }
+        Err(e) => Err(e),
     };
     if let Err(e) = said {
         tracing::warn!(local = %local, relay = %relay, error = %e, "cannot say the pair's token to the meeting point");

@@ -96,10 +96,12 @@ fn serve(port: u16, side: usize, mine: &UdpSocket, other: &UdpSocket, pair: &Mut
             Meet::Forward(to) => {
                 let _ = other.send_to(&buf[..n], to);
             }
-            Meet::Welcomed { peer: Some(peer) } => {
+            // A box says its hello three times: the first is news.
+            Meet::Welcomed { again: true, .. } => {}
+            Meet::Welcomed { peer: Some(peer), .. } => {
                 info!(port, this = %from, other = %peer, "meeting point: two boxes met")
             }
-            Meet::Welcomed { peer: None } => {
+            Meet::Welcomed { peer: None, .. } => {
                 info!(port, this = %from, "meeting point: a box waits for the other of its pair")
             }
             Meet::Waiting => {}
