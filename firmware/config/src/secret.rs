@@ -37,6 +37,21 @@ impl fmt::Display for Secret {
     }
 }
 
+/// Replaces the value of any `passphrase=` in a URI-like string with `****`, for error messages.
+pub fn redact_query(input: &str) -> String {
+    let Some((head, query)) = input.split_once('?') else {
+        return input.to_string();
+    };
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("passphrase") => format!("{k}=****"),
+            _ => p.to_string(),
+        })
+        .collect();
+    format!("{head}?{}", parts.join("&"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

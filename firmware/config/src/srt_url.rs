@@ -2,6 +2,7 @@
 //! them: `srt://HOST:PORT?mode=caller&latency=MS&passphrase=...&pbkeylen=16|24|32&streamid=...`;
 //! no host means listener.
 
+pub use crate::secret::redact_query;
 use std::fmt;
 use std::time::Duration;
 
@@ -380,21 +381,6 @@ impl fmt::Debug for SrtUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "SrtUrl({self})")
     }
-}
-
-/// Replaces the value of any `passphrase=` in a URI-like string with `****`, for error messages.
-pub fn redact_query(input: &str) -> String {
-    let Some((head, query)) = input.split_once('?') else {
-        return input.to_string();
-    };
-    let parts: Vec<String> = query
-        .split('&')
-        .map(|p| match p.split_once('=') {
-            Some((k, _)) if k.eq_ignore_ascii_case("passphrase") => format!("{k}=****"),
-            _ => p.to_string(),
-        })
-        .collect();
-    format!("{head}?{}", parts.join("&"))
 }
 
 fn split_host_port(authority: &str) -> Option<(&str, &str)> {
