@@ -204,6 +204,12 @@ function renderStatus(s) {
     badge.textContent = o.state;
     li.append(badge, ` ${o.name}`);
     if (o.reason) li.append(` — ${o.reason}`);
+    if (o.latency) {
+      const why = document.createElement('div');
+      why.className = 'hint latency-why';
+      why.textContent = o.latency;
+      li.append(why);
+    }
     list.append(li);
   }
   const img = $('#preview');
@@ -369,9 +375,11 @@ const FIELDS = [
   ['video.encoder', 'Encoder', 'auto picks the hardware encoder where the Pi has one.', ['auto', 'v4l2h264enc', 'x264enc', 'openh264enc']],
   ['video.x264_preset', 'x264 preset', 'Faster presets use less CPU; slower look better.', ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium']],
   ['audio.source', 'Audio source', 'test (a beep once a second, with a flash in the test picture) or alsa:DEVICE.'],
-  ['audio.codec', 'Audio codec', 'aac, or none for no sound.', ['aac', 'none']],
+  ['audio.codec', 'Audio codec', 'auto: opus in the bridge role, aac otherwise. aac plays everywhere; opus has the least delay (another Telebridge box, ffmpeg or VLC at the other end); none for no sound.', ['auto', 'aac', 'opus', 'none']],
   ['audio.bitrate_kbps', 'Audio bitrate (kbit/s)', '32-320.', 'number'],
   ['audio.delay_ms', 'Audio delay (ms)', '-500 to 500. Plays the sound later (or, negative, earlier) for a source known to be off; the decoder\'s A/V offset shows what arrives.', 'number'],
+  ['bridge.latency', 'Bridge SRT latency', 'auto: chosen before each connection from the round trip and loss measured on the last (3 x RTT up to 1 % loss, 4 x up to 3 %, 5 x up to 7 %, 6 x beyond); or ms (20-8000) to pin it.'],
+  ['bridge.min_latency_ms', 'Least bridge latency (ms)', '20-8000: the least auto chooses.', 'number'],
   ['decoder.input', 'Decoder input', 'srt://:9000?mode=listener&latency=200 to wait for a caller.'],
   ['decoder.sink', 'Decoder output', 'auto, kms (HDMI), window, fake or file:PATH.'],
   ['web.metrics_token', 'Metrics token', 'A bearer token for /metrics, 16+ characters; empty for none. Shown as **** once set.'],

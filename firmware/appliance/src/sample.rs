@@ -55,6 +55,8 @@ pub struct LinkView {
     pub state: LinkState,
     /// Why it is not up, in words.
     pub reason: Option<String>,
+    /// Its SRT latency and why ("RTT 21 ms, loss 0.2 %: 3 x RTT = 63 ms"), for an SRT output.
+    pub latency: Option<String>,
 }
 
 impl MediaSample {
@@ -73,12 +75,18 @@ impl MediaSample {
             MediaSample::Encoder(_) | MediaSample::Bridge(_) => self
                 .outputs()
                 .iter()
-                .map(|o| LinkView { name: o.name.clone(), state: LinkState::Output(o.state), reason: o.reason.clone() })
+                .map(|o| LinkView {
+                    name: o.name.clone(),
+                    state: LinkState::Output(o.state),
+                    reason: o.reason.clone(),
+                    latency: o.latency.as_ref().map(|c| format!("SRT latency {} ms: {}", c.latency_ms, c.reason)),
+                })
                 .collect(),
             MediaSample::Decoder(s) => vec![LinkView {
                 name: s.input.url.clone(),
                 state: LinkState::Input(s.input.state),
                 reason: s.input.reason.clone(),
+                latency: None,
             }],
         }
     }

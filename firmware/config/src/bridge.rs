@@ -11,8 +11,11 @@ use crate::SrtUrl;
 pub struct BridgeSettings {
     /// The UDP port of the connection.
     pub port: u16,
-    /// The least SRT latency.
+    /// The least SRT latency the box chooses.
     pub min_latency: Duration,
+    /// The SRT latency: chosen from the link at each connection (`auto`, at least
+    /// `min_latency`), or pinned by the owner.
+    pub latency: crate::Latency,
     /// A link made by hand, instead of the pairing's.
     pub link: Option<SrtUrl>,
     /// Where what arrives from the peer is recorded.

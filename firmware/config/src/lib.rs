@@ -8,6 +8,7 @@
 mod bridge;
 mod file;
 mod host;
+mod latency;
 mod model;
 mod output_url;
 mod overlay;
@@ -19,6 +20,7 @@ mod validate;
 
 pub use file::{load, parse, save_atomic, write_secret_file, LoadError, DEFAULT_PATH};
 pub use host::check_host;
+pub use latency::{Latency, LatencyError, AUTO_FLOOR, AUTO_START, LATENCY_RANGE_MS};
 pub use model::{
     AudioConfig, BridgeConfig, Config, DecoderConfig, GpioConfig, OutputConfig, VideoConfig, WebConfig, HIDDEN,
 };

@@ -124,9 +124,10 @@ pub struct AudioConfig {
     /// `test` (a beep once a second, in step with a flash in the test picture) or `alsa:DEVICE`
     /// (`alsa:hw:CARD=tc358743` for HDMI audio).
     pub source: String,
-    /// `aac` or `none`.
+    /// `auto` (Opus in the bridge role, AAC otherwise), `aac`, `opus` (least delay: a
+    /// Telebridge box, ffmpeg or VLC at the other end) or `none`.
     pub codec: String,
-    /// AAC bitrate, kbit/s (32-320).
+    /// Sound bitrate, kbit/s (32-320).
     pub bitrate_kbps: u32,
     /// How much later the sound plays than it was captured, ms (-500 to 500): for a source
     /// known to be off, e.g. a camera whose picture lags its microphone. Negative plays it earlier.
@@ -135,7 +136,7 @@ pub struct AudioConfig {
 
 impl Default for AudioConfig {
     fn default() -> Self {
-        Self { source: "test".to_string(), codec: "aac".to_string(), bitrate_kbps: 128, delay_ms: 0 }
+        Self { source: "test".to_string(), codec: "auto".to_string(), bitrate_kbps: 128, delay_ms: 0 }
     }
 }
 
@@ -178,9 +179,13 @@ impl fmt::Debug for DecoderConfig {
 pub struct BridgeConfig {
     /// The UDP port of the connection: the box that listens listens on it, the other calls it.
     pub port: u16,
-    /// The least SRT latency, ms. The calling box raises it to 4 x the round trip it measured
-    /// when the boxes paired; SRT uses the larger of the two boxes' figures.
+    /// The least SRT latency the box chooses, ms.
     pub min_latency_ms: u32,
+    /// The SRT latency: `auto` (chosen before each connection from the round trip and loss
+    /// measured on the last one: 3 x RTT up to 1 % loss, 4 x up to 3 %, 5 x up to 7 %, 6 x
+    /// beyond; the first from the round trip measured while pairing) or ms (20-8000) to pin it.
+    /// SRT uses the larger of the two boxes' figures.
+    pub latency: String,
     /// A link made by hand instead of by pairing (`srt://...`, both directions on it); empty to
     /// use the pairing.
     pub link: String,
@@ -199,7 +204,8 @@ impl Default for BridgeConfig {
     fn default() -> Self {
         Self {
             port: 7700,
-            min_latency_ms: 80,
+            min_latency_ms: 40,
+            latency: "auto".to_string(),
             link: String::new(),
             record: String::new(),
             port_mapping: true,
@@ -213,6 +219,7 @@ impl fmt::Debug for BridgeConfig {
         f.debug_struct("BridgeConfig")
             .field("port", &self.port)
             .field("min_latency_ms", &self.min_latency_ms)
+            .field("latency", &self.latency)
             .field("link", &crate::srt_url::redact_query(&self.link))
             .field("record", &self.record)
             .field("port_mapping", &self.port_mapping)

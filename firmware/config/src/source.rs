@@ -78,19 +78,34 @@ impl fmt::Display for AudioSource {
 /// The audio codec (`audio.codec`, `--audio`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AudioCodec {
-    /// AAC-LC at 48 kHz.
+    /// AAC-LC at 48 kHz: what every decoder plays (1024-sample frames, 21.3 ms).
     Aac,
+    /// Opus at 48 kHz in 10 ms frames: the least delay, for a Telebridge box (or ffmpeg, VLC)
+    /// at the other end; GStreamer's tsdemux and ffmpeg read it from MPEG-TS.
+    Opus,
     /// No audio track.
     None,
 }
 
 impl AudioCodec {
-    /// Parses `aac` or `none`.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    /// Parses `aac`, `opus` or `none`; `auto` is the role's choice, [`AudioCodec::for_role`].
+    pub fn parse(s: &str, bridge: bool) -> Result<Self, String> {
         match s {
+            "auto" => Ok(AudioCodec::for_role(bridge)),
             "aac" => Ok(AudioCodec::Aac),
+            "opus" => Ok(AudioCodec::Opus),
             "none" => Ok(AudioCodec::None),
-            _ => Err(format!("{s:?} is not one of aac, none")),
+            _ => Err(format!("{s:?} is not one of auto, aac, opus, none")),
+        }
+    }
+
+    /// `auto`: Opus between two Telebridge boxes (the bridge: 10 ms frames, the picture never
+    /// waits for the sound), AAC from an encoder (every decoder plays it).
+    pub fn for_role(bridge: bool) -> Self {
+        if bridge {
+            AudioCodec::Opus
+        } else {
+            AudioCodec::Aac
         }
     }
 }

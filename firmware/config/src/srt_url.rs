@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::Secret;
 
-/// SRT latency range the product accepts (`SRTO_LATENCY`), in milliseconds.
-pub const LATENCY_RANGE_MS: (u64, u64) = (20, 8000);
+pub use crate::latency::LATENCY_RANGE_MS;
+use crate::latency::{Latency, LatencyError};
 /// Passphrase length libsrt accepts (`SRTO_PASSPHRASE`), in characters.
 pub const PASSPHRASE_LEN: (usize, usize) = (10, 79);
 /// Longest stream id libsrt accepts (`SRTO_STREAMID`).
@@ -84,7 +84,7 @@ pub struct SrtUrl {
     /// Caller, listener or rendezvous.
     pub mode: SrtMode,
     /// Receiver buffer / TSBPD delay (`SRTO_LATENCY`); `None` = libsrt's default (120 ms).
-    pub latency: Option<Duration>,
+    pub latency: Option<Latency>,
     /// AES passphrase (`SRTO_PASSPHRASE`).
     pub passphrase: Option<Secret>,
     /// AES key length (`SRTO_PBKEYLEN`); `None` = libsrt's default (AES-128) when encrypted.
@@ -132,8 +132,8 @@ pub enum SrtUrlError {
     /// Latency out of range.
     #[error("latency={0} is out of range {min}-{max} ms", min = LATENCY_RANGE_MS.0, max = LATENCY_RANGE_MS.1)]
     LatencyOutOfRange(String),
-    /// Latency that is not a whole number of milliseconds.
-    #[error("latency={0} is not a whole number of milliseconds ({min}-{max})", min = LATENCY_RANGE_MS.0, max = LATENCY_RANGE_MS.1)]
+    /// Latency that is neither `auto` nor a whole number of milliseconds.
+    #[error("latency={0} is not auto nor a whole number of milliseconds ({min}-{max})", min = LATENCY_RANGE_MS.0, max = LATENCY_RANGE_MS.1)]
     LatencyNotANumber(String),
     /// A host that cannot work.
     #[error("{0}")]
@@ -238,14 +238,10 @@ impl SrtUrl {
                     }
                 }
                 "latency" => {
-                    let ms: u64 = match value.parse::<i64>() {
-                        Ok(ms) => u64::try_from(ms).map_err(|_| SrtUrlError::LatencyOutOfRange(value.clone()))?,
-                        Err(_) => return Err(SrtUrlError::LatencyNotANumber(value)),
-                    };
-                    if !(LATENCY_RANGE_MS.0..=LATENCY_RANGE_MS.1).contains(&ms) {
-                        return Err(SrtUrlError::LatencyOutOfRange(value));
-                    }
-                    url.latency = Some(Duration::from_millis(ms));
+                    url.latency = Some(Latency::parse(&value).map_err(|e| match e {
+                        LatencyError::NotANumber(v) => SrtUrlError::LatencyNotANumber(v),
+                        LatencyError::OutOfRange(v) => SrtUrlError::LatencyOutOfRange(v),
+                    })?);
                 }
                 "passphrase" => {
                     let n = value.chars().count();
@@ -329,7 +325,7 @@ impl SrtUrl {
         };
         let mut s = format!("srt://{host}:{}?mode={}", self.port, self.mode.as_str());
         if let Some(l) = self.latency {
-            s.push_str(&format!("&latency={}", l.as_millis()));
+            s.push_str(&format!("&latency={l}"));
         }
         if let Some(k) = self.key_length {
             s.push_str(&format!("&pbkeylen={}", k.bytes()));
@@ -453,7 +449,8 @@ mod tests {
     #[test]
     fn full_uri() {
         let u = SrtUrl::parse("srt://example.org:4200?mode=caller&latency=1200&passphrase=0123456789abc&pbkeylen=32&streamid=%23!::r=live/x,m=publish").unwrap();
-        assert_eq!(u.latency, Some(Duration::from_millis(1200)));
+        assert_eq!(u.latency, Some(Latency::Fixed(Duration::from_millis(1200))));
+        assert_eq!(SrtUrl::parse("srt://h:1?latency=auto").unwrap().latency, Some(Latency::AUTO));
         assert_eq!(u.key_length, Some(KeyLength::Aes256));
         assert_eq!(u.passphrase.as_ref().map(Secret::expose), Some("0123456789abc"));
         assert_eq!(u.stream_id.as_deref(), Some("#!::r=live/x,m=publish"));
@@ -477,7 +474,7 @@ mod tests {
     fn error_messages_name_value_and_range() {
         let cases = [
             ("srt://h:1?latency=9000", "latency=9000 is out of range 20-8000 ms"),
-            ("srt://h:1?latency=abc", "latency=abc is not a whole number of milliseconds (20-8000)"),
+            ("srt://h:1?latency=abc", "latency=abc is not auto nor a whole number of milliseconds (20-8000)"),
             ("srt://h:1?passphrase=short", "passphrase has 5 characters; it must have 10-79"),
             ("srt://h:1?passphrase=0123456789&pbkeylen=20", "pbkeylen=20 is not one of 16, 24, 32"),
             ("srt://h:1?pbkeylen=16", "pbkeylen=16 needs a passphrase"),
@@ -512,8 +509,14 @@ mod tests {
         );
         assert!(e("srt:// :9000").contains("space"), "{}", e("srt:// :9000"));
         assert_eq!(e("srt://::1:9000"), "\"srt://::1:9000\": an IPv6 address goes in brackets, e.g. srt://[::1]:9000");
-        assert_eq!(e("srt://:9000?latency=200.5"), "latency=200.5 is not a whole number of milliseconds (20-8000)");
-        assert_eq!(e("srt://:9000?latency=fast"), "latency=fast is not a whole number of milliseconds (20-8000)");
+        assert_eq!(
+            e("srt://:9000?latency=200.5"),
+            "latency=200.5 is not auto nor a whole number of milliseconds (20-8000)"
+        );
+        assert_eq!(
+            e("srt://:9000?latency=fast"),
+            "latency=fast is not auto nor a whole number of milliseconds (20-8000)"
+        );
         assert_eq!(e("srt://:9000?latency=10"), "latency=10 is out of range 20-8000 ms");
         assert_eq!(e("srt://:9000?latency=-5"), "latency=-5 is out of range 20-8000 ms");
         assert!(e("srt://[not-v6]:9000").contains("not an IPv6 address"));
@@ -539,7 +542,7 @@ mod tests {
             let url = SrtUrl {
                 host: (!listener).then(|| host.to_string()), port,
                 mode: if listener { SrtMode::Listener } else { SrtMode::Caller },
-                latency: Some(Duration::from_millis(latency)), passphrase: None, key_length: None,
+                latency: Some(Latency::Fixed(Duration::from_millis(latency))), passphrase: None, key_length: None,
                 stream_id: (!sid.is_empty()).then(|| sid.clone()), max_bw_bytes_per_s: None,
                 input_bw_bytes_per_s: None, overhead_bw_pct: None, connect_timeout: None, peer_idle_timeout: None,
                 local_address: None, local_port: None, meet_token: None,

@@ -88,7 +88,8 @@ impl Config {
 
         let a = &self.audio;
         let audio_source = AudioSource::parse(&a.source).map_err(|m| err("audio.source", m)).ok();
-        let audio_codec = AudioCodec::parse(&a.codec).map_err(|m| err("audio.codec", m)).ok();
+        let bridge_role = self.role == "bridge";
+        let audio_codec = AudioCodec::parse(&a.codec, bridge_role).map_err(|m| err("audio.codec", m)).ok();
         range(&mut err, "audio.bitrate_kbps", a.bitrate_kbps, 32, 320, " kbit/s");
         if !(-AUDIO_DELAY_MAX_MS..=AUDIO_DELAY_MAX_MS).contains(&a.delay_ms) {
             err(
@@ -165,6 +166,15 @@ impl Config {
             err("bridge.port", "0 is not a UDP port; use 1-65535".into());
         }
         range(&mut err, "bridge.min_latency_ms", b.min_latency_ms, 20, 8000, " ms");
+        let min_latency = Duration::from_millis(u64::from(b.min_latency_ms));
+        let latency = match crate::Latency::parse(&b.latency) {
+            Ok(crate::Latency::Auto { start, .. }) => Some(crate::Latency::Auto { floor: min_latency, start }),
+            Ok(fixed) => Some(fixed),
+            Err(e) => {
+                err("bridge.latency", e.to_string().trim_start_matches("latency=").to_string());
+                None
+            }
+        };
         let link = if b.link.is_empty() {
             None
         } else {
@@ -179,7 +189,8 @@ impl Config {
             if b.relay.is_empty() { None } else { RelaySpec::parse(&b.relay).map_err(|e| err("bridge.relay", e)).ok() };
         let bridge = BridgeSettings {
             port: b.port,
-            min_latency: Duration::from_millis(u64::from(b.min_latency_ms)),
+            min_latency,
+            latency: latency.unwrap_or(crate::Latency::AUTO),
             link,
             record,
             relay,
@@ -394,7 +405,7 @@ mod tests {
                 },
                 "video.min_bitrate_kbps: 5000 is out of range 100-4000 kbit/s (at most video.bitrate_kbps)",
             ),
-            (|c| c.audio.codec = "opus".into(), "audio.codec: \"opus\" is not one of aac, none"),
+            (|c| c.audio.codec = "mp3".into(), "audio.codec: \"mp3\" is not one of auto, aac, opus, none"),
             (|c| c.audio.delay_ms = -501, "audio.delay_ms: -501 is out of range -500 to 500 ms"),
             (|c| c.audio.source = "pulse".into(), "audio.source: \"pulse\" is not one of test, alsa:DEVICE"),
             (|c| c.name = "my box!".into(), "name: \"my box!\" must be 1-63 characters"),
@@ -410,6 +421,11 @@ mod tests {
             (|c| c.role = "both".into(), "role: \"both\" is not one of encoder, decoder, bridge"),
             (|c| c.bridge.port = 0, "bridge.port: 0 is not a UDP port; use 1-65535"),
             (|c| c.bridge.min_latency_ms = 5, "bridge.min_latency_ms: 5 is out of range 20-8000 ms"),
+            (
+                |c| c.bridge.latency = "fast".into(),
+                "bridge.latency: fast is not auto nor a whole number of milliseconds (20-8000)",
+            ),
+            (|c| c.bridge.latency = "9000".into(), "bridge.latency: 9000 is out of range 20-8000 ms"),
             (|c| c.bridge.record = "file:rel.ts".into(), "bridge.record: "),
             (
                 |c| c.bridge.relay = "relay.example:9-2".into(),

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! appsrc(TS, leaky) ! tsdemux ─ h264parse ! H.264 decoder ! videoconvert ! I420 ! appsink ──► frames (display, timecode and flash reader)
-//!                            └ avdec_aac ! audioconvert ! F32 ─(beep reader)─ audioresample ! audioconvert ! audio sink
+//!                            └ avdec_aac | opusdec ! audioconvert ! F32 ─(beep reader)─ audioresample ! audioconvert ! audio sink
 //! ```
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -55,6 +55,8 @@ pub enum StreamKind {
     H264,
     /// AAC audio: decoded.
     Aac,
+    /// Opus audio: decoded.
+    Opus,
     /// Anything else, named for the user ("video H.265 (HEVC)", "audio AC-3"): not decoded.
     Unsupported(String),
 }
@@ -86,7 +88,7 @@ pub fn stream_kind(name: &str, mpegversion: Option<i32>, pad: &str) -> StreamKin
         ("audio/mpeg", Some(1)) => named("MPEG-1 layer 2/3 (MP2, MP3)"),
         ("audio/x-ac3" | "audio/ac3", _) => named("AC-3"),
         ("audio/x-eac3", _) => named("E-AC-3"),
-        ("audio/x-opus", _) => named("Opus"),
+        ("audio/x-opus", _) => StreamKind::Opus,
         ("audio/x-private1-lpcm" | "audio/x-lpcm", _) => named("LPCM"),
         ("", _) => named("of an unknown kind"),
         (other, _) => named(other),
@@ -163,11 +165,7 @@ impl DecodePipeline {
             .build()?;
         let vsink =
             gst_app::AppSink::builder().name("frames").sync(false).async_(false).max_buffers(2).drop(true).build();
-        // No aacparse: it waits for 1 KB of data before it parses, and AAC frames of silence
-        // are 13 bytes, so through a quiet stretch it held the sound back up to 0.9 s and then
-        // let it go at once (the lip-sync meter found it). tsdemux hands over whole ADTS PES,
-        // which the AAC decoder takes as they are (one frame each, or several from ffmpeg).
-        let adec = make("avdec_aac", "gstreamer1.0-libav")?;
+        // The sound's decoder is made when the demuxer finds the stream ([`sound_decoder`]).
         let aconv = make("audioconvert", "gstreamer1.0-plugins-base")?;
         let f32 = gst::ElementFactory::make("capsfilter")
             .property(
@@ -198,7 +196,7 @@ impl DecodePipeline {
         } else {
             vec![&au_filter, &parse, &dec, &convert, &i420, vsink.upcast_ref()]
         };
-        let audio_chain = [&adec, &aconv, &f32, &ares, &aconv_out, &asink];
+        let audio_chain = [&aconv, &f32, &ares, &aconv_out, &asink];
         pipeline.add_many([appsrc.upcast_ref(), &demux])?;
         pipeline.add_many(video_chain.iter().copied())?;
         pipeline.add_many(audio_chain)?;
@@ -209,8 +207,9 @@ impl DecodePipeline {
         }
         gst::Element::link_many(audio_chain)?;
 
-        let (vpad, apad) = (au_filter.static_pad("sink"), adec.static_pad("sink"));
+        let (vpad, apad) = (au_filter.static_pad("sink"), aconv.static_pad("sink"));
         let unsupported_counters = counters.clone();
+        let audio_counters = counters.clone();
         demux.connect_pad_added(move |demux, pad| {
             let caps = pad.current_caps();
             let s = caps.as_ref().and_then(|c| c.structure(0));
@@ -218,7 +217,16 @@ impl DecodePipeline {
             let mpegversion = s.and_then(|s| s.get::<i32>("mpegversion").ok());
             let target = match stream_kind(&name, mpegversion, pad.name().as_str()) {
                 StreamKind::H264 => vpad.clone(),
-                StreamKind::Aac => apad.clone(),
+                kind @ (StreamKind::Aac | StreamKind::Opus) => match apad.clone().filter(|a| !a.is_linked()) {
+                    Some(a) => match sound_decoder(demux, &kind, &a, &audio_counters) {
+                        Ok(sink) => Some(sink),
+                        Err(e) => {
+                            warn!(pad = %pad.name(), error = %e, "cannot decode the sound");
+                            None
+                        }
+                    },
+                    None => None,
+                },
                 StreamKind::Unsupported(what) => {
                     // Not decoded: drained into a fakesink so that it neither stalls the demuxer
                     // nor fails the pipeline, and named so the box can say what it receives.
@@ -239,13 +247,6 @@ impl DecodePipeline {
             }
         });
 
-        let c = counters.clone();
-        if let Some(pad) = adec.static_pad("src") {
-            pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
-                c.audio_frames.fetch_add(1, Ordering::Relaxed);
-                gst::PadProbeReturn::Ok
-            });
-        }
         if let Some(pad) = f32.static_pad("src") {
             let (marks, beeps) = (on_mark.clone(), std::sync::Mutex::new(lipsync::BeepDetector::default()));
             pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
@@ -324,6 +325,38 @@ impl Drop for DecodePipeline {
     }
 }
 
+/// Adds the decoder of the sound stream `kind` beside `demux`, linked to `out` (the sound
+/// chain's first pad) and counting its frames; returns its sink pad for the demuxer's.
+///
+/// AAC: no aacparse before it. aacparse waits for 1 KB of data before it parses, and AAC frames
+/// of silence are 13 bytes, so through a quiet stretch it held the sound back up to 0.9 s and
+/// then let it go at once (the lip-sync meter found it). tsdemux hands over whole ADTS PES,
+/// which the AAC decoder takes as they are (one frame each, or several from ffmpeg).
+fn sound_decoder(
+    demux: &gst::Element,
+    kind: &StreamKind,
+    out: &gst::Pad,
+    counters: &Arc<DecoderCounters>,
+) -> Result<gst::Pad, MediaError> {
+    let bin = demux.parent().and_then(|p| p.downcast::<gst::Bin>().ok()).ok_or(MediaError::Gst("no bin".into()))?;
+    let dec = match kind {
+        StreamKind::Opus => make("opusdec", "gstreamer1.0-plugins-base")?,
+        _ => make("avdec_aac", "gstreamer1.0-libav")?,
+    };
+    bin.add(&dec)?;
+    let (Some(sink), Some(src)) = (dec.static_pad("sink"), dec.static_pad("src")) else {
+        return Err(MediaError::Gst("a sound decoder without pads".into()));
+    };
+    src.link(out).map_err(|e| MediaError::Gst(format!("cannot link the sound decoder: {e:?}")))?;
+    let c = counters.clone();
+    src.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+        c.audio_frames.fetch_add(1, Ordering::Relaxed);
+        gst::PadProbeReturn::Ok
+    });
+    dec.sync_state_with_parent()?;
+    Ok(sink)
+}
+
 /// Drains a demuxed stream the box does not decode into a new fakesink.
 fn discard(demux: &gst::Element, pad: &gst::Pad) {
     let Some(bin) = demux.parent().and_then(|p| p.downcast::<gst::Bin>().ok()) else { return };
@@ -370,6 +403,7 @@ mod tests {
         assert_eq!(stream_kind("video/x-h264", None, "video_0_0100"), StreamKind::H264);
         assert_eq!(stream_kind("audio/mpeg", Some(4), "audio_0_0101"), StreamKind::Aac);
         assert_eq!(stream_kind("audio/mpeg", Some(2), "audio_0_0101"), StreamKind::Aac);
+        assert_eq!(stream_kind("audio/x-opus", None, "audio_0_0101"), StreamKind::Opus);
         let words = |k: StreamKind| match k {
             StreamKind::Unsupported(w) => w,
             other => panic!("{other:?} should be unsupported"),

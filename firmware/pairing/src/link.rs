@@ -1,15 +1,18 @@
 //! The pair's SRT connection as a URL: which end listens, which calls and where, with the
-//! pairing's stream id and passphrase (AES-256), and the latency the round trip measured while
-//! pairing asks for. Pure: the record and the box's bridge settings in, the URL out.
+//! pairing's stream id and passphrase (AES-256), and its latency: chosen from the link before
+//! each connection (`telebridge_srt::latency`), starting from the round trip measured while
+//! pairing, or pinned by the owner. Pure: the record and the box's bridge settings in, the URL
+//! out.
 
 use std::time::Duration;
 
-use telebridge_config::{BridgeSettings, KeyLength, MeetToken, SrtMode, SrtUrl};
+use telebridge_config::{BridgeSettings, KeyLength, Latency, MeetToken, SrtMode, SrtUrl};
 
 use crate::store::{PairRecord, Reach};
 
-/// The SRT latency asks for this many round trips: each lost packet can be asked for again
-/// about three times before its time to be shown (SRT's guidance is 3-4 x RTT).
+/// The first connection's latency asks for this many of the round trips measured while pairing:
+/// the loss is not known yet (the deployment guide's table asks 3 x up to 1 % loss, 4 x up to
+/// 3 %); later connections choose from what the earlier ones measured.
 pub const LATENCY_RTTS: u32 = 4;
 
 /// Why a record gives no URL.
@@ -117,9 +120,13 @@ fn host_port(addr: &str) -> Result<(String, u16), LinkError> {
 pub fn link_url(record: &PairRecord, bridge: &BridgeSettings) -> Result<SrtUrl, LinkError> {
     let mut url = match record.reach {
         Reach::Listen => {
-            // The calling box decides the latency (SRT takes the larger of the two).
+            // The calling box decides the first connection's latency (SRT takes the larger of
+            // the two); both choose from what they measured for the next ones.
             let mut u = listener(bridge.port);
-            u.latency = Some(bridge.min_latency);
+            u.latency = Some(match bridge.latency {
+                Latency::Auto { floor, .. } => Latency::Auto { floor, start: floor },
+                pinned => pinned,
+            });
             u
         }
         Reach::Call => {
@@ -128,7 +135,10 @@ pub fn link_url(record: &PairRecord, bridge: &BridgeSettings) -> Result<SrtUrl, 
             let mut u = listener(port);
             u.mode = SrtMode::Caller;
             u.host = Some(host);
-            u.latency = Some(latency_for(record.rtt_ms, bridge.min_latency));
+            u.latency = Some(match bridge.latency {
+                Latency::Auto { floor, .. } => Latency::Auto { floor, start: latency_for(record.rtt_ms, floor) },
+                pinned => pinned,
+            });
             u.stream_id = Some(record.stream_id.clone());
             u
         }
@@ -172,16 +182,29 @@ mod tests {
     }
 
     #[test]
-    fn the_calling_box_asks_for_four_round_trips_and_the_listener_for_the_least() {
+    fn the_calling_box_starts_at_four_round_trips_the_listener_at_the_floor_and_both_choose_after() {
         let call = link_url(&record(Reach::Call, Some("192.0.2.7:7701"), 34), &bridge()).unwrap();
-        assert_eq!(call.to_string(), "srt://192.0.2.7:7701?mode=caller&latency=136&pbkeylen=32&streamid=telebridge/0123456789abcdef&passphrase=****");
+        assert_eq!(call.to_string(), "srt://192.0.2.7:7701?mode=caller&latency=auto&pbkeylen=32&streamid=telebridge/0123456789abcdef&passphrase=****");
+        let ms = Duration::from_millis;
+        assert_eq!(call.latency, Some(Latency::Auto { floor: ms(40), start: ms(136) }));
         assert_eq!(call.passphrase.as_ref().map(|p| p.expose().len()), Some(64));
         let listen = link_url(&record(Reach::Listen, None, 34), &bridge()).unwrap();
-        assert_eq!(listen.to_string(), "srt://:7700?mode=listener&latency=80&pbkeylen=32&passphrase=****");
+        assert_eq!(listen.to_string(), "srt://:7700?mode=listener&latency=auto&pbkeylen=32&passphrase=****");
+        assert_eq!(listen.latency, Some(Latency::Auto { floor: ms(40), start: ms(40) }));
         // A short round trip: the least latency holds.
         let near = link_url(&record(Reach::Call, Some("[fd00::7]:7700"), 3), &bridge()).unwrap();
-        assert_eq!((near.host.as_deref(), near.latency), (Some("fd00::7"), Some(Duration::from_millis(80))));
-        assert_eq!(latency_for(100, Duration::from_millis(80)), Duration::from_millis(400));
+        assert_eq!(
+            (near.host.as_deref(), near.latency),
+            (Some("fd00::7"), Some(Latency::Auto { floor: ms(40), start: ms(40) }))
+        );
+        assert_eq!(latency_for(100, ms(80)), ms(400));
+        // Pinned by the owner: the same on every connection, both ends.
+        let mut pinned = bridge();
+        pinned.latency = Latency::Fixed(ms(250));
+        for reach in [Reach::Call, Reach::Listen] {
+            let u = link_url(&record(reach, Some("192.0.2.7:7701"), 34), &pinned).unwrap();
+            assert_eq!(u.latency, Some(Latency::Fixed(ms(250))));
+        }
     }
 
     #[test]
@@ -194,7 +217,7 @@ mod tests {
         assert_eq!(route.then.len(), 1);
         assert_eq!(
             route.then[0].to_string(),
-            "srt://198.20.0.2:7700?mode=rendezvous&latency=80&pbkeylen=32&conntimeo=800&localport=7700&passphrase=****"
+            "srt://198.20.0.2:7700?mode=rendezvous&latency=auto&pbkeylen=32&conntimeo=800&localport=7700&passphrase=****"
         );
         // With a meeting point, a rendezvous through it comes last, on the pair's port.
         let mut with_relay = bridge();

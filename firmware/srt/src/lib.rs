@@ -9,6 +9,7 @@ pub mod connect;
 pub mod epoll;
 pub(crate) mod ffi;
 pub mod input;
+pub mod latency;
 pub mod listen_hook;
 pub mod output;
 pub mod peer;

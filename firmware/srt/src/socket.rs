@@ -211,7 +211,9 @@ impl Socket {
         let named =
             |what: &'static str| move |e: SrtError| SrtError { code: e.code, text: format!("{what}: {}", e.text) };
         if let Some(l) = url.latency {
-            self.set_int(ffi::SRTO_LATENCY, l.as_millis() as i32).map_err(named("latency"))?;
+            // `auto`: the output's thread puts its choice in the URL before it connects; the
+            // start where nothing chose (an input).
+            self.set_int(ffi::SRTO_LATENCY, l.initial().as_millis() as i32).map_err(named("latency"))?;
         }
         if let Some(p) = &url.passphrase {
             self.set_passphrase(p.expose())?;

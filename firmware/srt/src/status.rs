@@ -49,6 +49,10 @@ pub struct OutputStatus {
     pub bytes_written: u64,
     /// `srt`, `rtmp` or `file`.
     pub kind: &'static str,
+    /// The SRT latency asked for on the current connection and why (SRT outputs).
+    pub latency: Option<crate::latency::LatencyChoice>,
+    /// The link as measured now: what the next connection's latency will rest on.
+    pub link: Option<crate::latency::LinkReading>,
 }
 
 impl OutputStatus {
@@ -67,6 +71,8 @@ impl OutputStatus {
             queue_dropped: 0,
             bytes_written: 0,
             kind,
+            latency: None,
+            link: None,
         }
     }
 }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use gst_video::prelude::*;
-use telebridge_config::AudioSource;
+use telebridge_config::{AudioCodec, AudioSource};
 
 use crate::encoder_choice::EncoderKind;
 use crate::error::{make, MediaError};
@@ -139,8 +139,55 @@ pub(super) fn encoder_output_caps(s: &EncoderSettings) -> gst::Caps {
     b.build()
 }
 
-/// How much later than the picture the sound is labelled (see [`add_audio`]).
-pub const AUDIO_TRAIL: std::time::Duration = std::time::Duration::from_millis(32);
+/// How much later than the picture the sound is labelled (see [`add_audio`]), by codec: what
+/// the sound spends before the muxer beyond the picture's ~6 ms. AAC: a source period (10 ms)
+/// and a 1024-sample frame (21.3 ms) past the priming taken off its labels. Opus: a source
+/// period and a 10 ms frame (its 2.5 ms look-ahead in the restricted-low-delay mode).
+pub fn audio_trail(codec: AudioCodec) -> std::time::Duration {
+    std::time::Duration::from_millis(match codec {
+        AudioCodec::Aac => 32,
+        AudioCodec::Opus => 20,
+        AudioCodec::None => 0,
+    })
+}
+
+/// The test source's and the capture's period for `codec`, samples at 48 kHz. A live source
+/// hands over a buffer when its last sample is in, so the period is latency: Opus takes 10 ms
+/// (its frame); AAC keeps its frame's 1024 samples (with 480 the muxer held the picture 17 ms
+/// longer: `telebridge measure`, 42 against 25 ms added at 720p30).
+fn source_period_samples(codec: AudioCodec) -> i32 {
+    if codec == AudioCodec::Opus {
+        480
+    } else {
+        1024
+    }
+}
+
+/// The sound encoder for `codec` and its element's name.
+fn sound_encoder(codec: AudioCodec, bitrate_kbps: u32) -> Result<(gst::Element, &'static str), MediaError> {
+    let bps = (bitrate_kbps * 1000) as i32;
+    if codec == AudioCodec::Opus {
+        // 10 ms frames; the restricted-low-delay mode (CELT only) looks 2.5 ms ahead where the
+        // others look 6.5 ms.
+        let e = make("opusenc", "gstreamer1.0-plugins-base")?;
+        e.set_property_from_str("frame-size", "10");
+        e.set_property_from_str("audio-type", "restricted-lowdelay");
+        e.set_property("bitrate", bps);
+        return Ok((e, "opusenc"));
+    }
+    let name = if crate::has_element("fdkaacenc") {
+        "fdkaacenc"
+    } else if crate::has_element("avenc_aac") {
+        "avenc_aac"
+    } else {
+        "voaacenc"
+    };
+    let e = gst::ElementFactory::make(name)
+        .property("bitrate", bps)
+        .build()
+        .map_err(|_| MediaError::ElementMissing { element: "avenc_aac", package: "gstreamer1.0-libav" })?;
+    Ok((e, name))
+}
 
 pub(super) fn add_audio(
     pipeline: &gst::Pipeline,
@@ -155,12 +202,14 @@ pub(super) fn add_audio(
         AudioSource::Test => gst::ElementFactory::make("audiotestsrc")
             .name("audio-source")
             .property("is-live", true)
+            .property("samplesperbuffer", source_period_samples(s.audio_codec))
             .property_from_str("wave", "silence")
             .build()?,
         AudioSource::Alsa { device } => gst::ElementFactory::make("alsasrc")
             .name("audio-source")
             .property("device", device)
             .property("provide-clock", false)
+            .property("latency-time", i64::from(source_period_samples(s.audio_codec)) * 1_000_000 / 48_000)
             .build()
             .map_err(|_| MediaError::ElementMissing { element: "alsasrc", package: "gstreamer1.0-alsa" })?,
     };
@@ -169,24 +218,13 @@ pub(super) fn add_audio(
     let resample = make("audioresample", "gstreamer1.0-plugins-base")?;
     let caps = gst::Caps::builder("audio/x-raw").field("rate", 48_000i32).field("channels", 2i32).build();
     let filter = gst::ElementFactory::make("capsfilter").property("caps", &caps).build()?;
-    let aac_element = if crate::has_element("fdkaacenc") {
-        "fdkaacenc"
-    } else if crate::has_element("avenc_aac") {
-        "avenc_aac"
+    let (aac, aac_element) = sound_encoder(s.audio_codec, s.audio_bitrate_kbps)?;
+    // AAC through its parser (ADTS for the muxer); Opus goes in as it is.
+    let parse = if s.audio_codec == AudioCodec::Aac {
+        make("aacparse", "gstreamer1.0-plugins-good")?
     } else {
-        "voaacenc"
+        make("identity", "gstreamer1.0-plugins-base")?
     };
-    let aac = if aac_element == "fdkaacenc" {
-        gst::ElementFactory::make("fdkaacenc").property("bitrate", (s.audio_bitrate_kbps * 1000) as i32).build()?
-    } else if aac_element == "avenc_aac" {
-        gst::ElementFactory::make("avenc_aac").property("bitrate", (s.audio_bitrate_kbps * 1000) as i32).build()?
-    } else {
-        gst::ElementFactory::make("voaacenc")
-            .property("bitrate", (s.audio_bitrate_kbps * 1000) as i32)
-            .build()
-            .map_err(|_| MediaError::ElementMissing { element: "avenc_aac", package: "gstreamer1.0-libav" })?
-    };
-    let parse = make("aacparse", "gstreamer1.0-plugins-good")?;
     let queue = gst::ElementFactory::make("queue").property("max-size-time", 500_000_000u64).build()?;
     let chain = [&src, &convert, &resample, &filter, &aac, &parse, &queue];
     pipeline.add_many(chain)?;
@@ -209,14 +247,15 @@ pub(super) fn add_audio(
     }
     queue.link(mux)?;
     // The sound reaches the muxer later than the picture of the same instant (a source period,
-    // an AAC frame of 21.3 ms and the encoder's look-ahead, against about 6 ms for the picture),
-    // and the muxer interleaves by time: it would hold each picture for that long. Labelling
-    // the sound AUDIO_TRAIL later lets the picture go at once; the sound then plays that much
-    // behind the picture, inside EBU R37's tolerance for sound late (60 ms).
+    // an encoder frame and its look-ahead, against about 6 ms for the picture), and the muxer
+    // interleaves by time: it would hold each picture for that long. Labelling the sound
+    // [`audio_trail`] later lets the picture go at once; the sound then plays that much behind
+    // the picture, inside EBU R37's tolerance for sound late (60 ms).
     // A configured delay (audio.delay_ms) moves the sound's labels the same way; the AAC
     // encoder's priming samples, which every decoder plays first, the other way.
     if let Some(pad) = queue.static_pad("src").and_then(|p| p.peer()) {
-        pad.set_offset(audio_offset_ns(s.audio_delay_ms, aac_priming(aac_element)));
+        let trail = audio_trail(s.audio_codec);
+        pad.set_offset(audio_offset_ns(trail, s.audio_delay_ms, aac_priming(aac_element)));
     }
     let c = counters.clone();
     if let Some(pad) = parse.static_pad("src") {
@@ -229,9 +268,9 @@ pub(super) fn add_audio(
 }
 
 /// How much later than the picture of the same instant the sound is labelled, ns: the muxer's
-/// [`AUDIO_TRAIL`] and the configured delay, less the encoder's `priming`.
-pub(super) fn audio_offset_ns(delay_ms: i32, priming: std::time::Duration) -> i64 {
-    AUDIO_TRAIL.as_nanos() as i64 + i64::from(delay_ms) * 1_000_000 - priming.as_nanos() as i64
+/// `trail` ([`audio_trail`]) and the configured delay, less the encoder's `priming`.
+pub(super) fn audio_offset_ns(trail: std::time::Duration, delay_ms: i32, priming: std::time::Duration) -> i64 {
+    trail.as_nanos() as i64 + i64::from(delay_ms) * 1_000_000 - priming.as_nanos() as i64
 }
 
 /// The silence an AAC encoder puts before the first sound, at 48 kHz: its output is labelled
@@ -258,6 +297,9 @@ fn add_beep(pad: &gst::Pad, grid: crate::lipsync::SharedGrid) {
         if let Some(gst::PadProbeData::Buffer(ref mut buffer)) = probe.data {
             let Some(pts) = buffer.pts() else { return gst::PadProbeReturn::Ok };
             let buffer = buffer.make_mut();
+            // audiotestsrc flags its silence as a gap, which opusenc encodes as silence
+            // without reading it: the beep is sound.
+            buffer.unset_flags(gst::BufferFlags::GAP);
             if let Ok(mut map) = buffer.map_writable() {
                 let bytes = map.as_mut_slice();
                 let mut samples: Vec<f32> = vec![0.0; bytes.len() / 4];

@@ -171,7 +171,7 @@ impl EncoderPipeline {
             });
         }
 
-        if settings.audio_codec == AudioCodec::Aac {
+        if settings.audio_codec != AudioCodec::None {
             add_audio(&pipeline, settings, &mux, &counters, &grid)?;
         }
 

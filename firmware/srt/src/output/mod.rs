@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use telebridge_config::{SrtMode, SrtUrl};
+use telebridge_config::{Latency, SrtMode, SrtUrl};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use crate::latency::LinkMeter;
 use crate::reject::RejectLog;
 use crate::socket::{SendError, Socket};
 use crate::stats::LifeTotals;
@@ -178,6 +179,7 @@ impl SrtOutput {
             shared: shared.clone(),
             totals: LifeTotals::default(),
             reject_log: RejectLog::default(),
+            meter: LinkMeter::default(),
         };
         let supervisor = Supervisor::spawn(format!("srt-out-{name}"), Backoff::default(), worker)
             .map_err(|e| OutputError::Thread(e.to_string()))?;
@@ -271,6 +273,8 @@ struct Worker {
     /// Counters over every connection so far (callers that left, earlier attempts).
     totals: LifeTotals,
     reject_log: RejectLog,
+    /// The link as the connections measured it, for the next one's latency.
+    meter: LinkMeter,
 }
 
 impl Job for Worker {
@@ -280,7 +284,20 @@ impl Job for Worker {
         }
         self.connected = false;
         self.url = self.ways[self.way].clone();
-        self.status.send_modify(|s| s.url = self.url.to_string());
+        // The latency, chosen afresh for each connection from what the last one measured.
+        let choice = self.url.latency.map(|l| crate::latency::choose(l, self.meter.reading()));
+        if let Some(c) = &choice {
+            if !c.pinned {
+                info!(output = %self.url.label(), latency_ms = c.latency_ms, reason = %c.reason, "SRT latency chosen");
+            }
+            self.url.latency = Some(Latency::Fixed(Duration::from_millis(c.latency_ms)));
+        }
+        self.meter.new_connection(std::time::Instant::now());
+        let shown = self.ways[self.way].to_string();
+        self.status.send_modify(|s| {
+            s.url = shown;
+            s.latency = choice;
+        });
         let ended = match self.url.mode {
             SrtMode::Listener => self.listen(control, attempts),
             SrtMode::Caller | SrtMode::Rendezvous => self.call(control, attempts),

@@ -226,6 +226,12 @@ impl Worker {
 
     fn publish(&mut self, conns: &[(Option<String>, SrtStats)], rejection: Option<String>) {
         let listener = self.url.mode == SrtMode::Listener;
+        // The link is read on one connection (a caller's, a bridge's one caller); a listener
+        // with several callers negotiates each one's latency with it.
+        if let [(_, st)] = conns {
+            self.meter.observe(st, Instant::now());
+        }
+        let reading = self.meter.reading();
         let live = !conns.is_empty();
         let q = self.shared.dropped.load(Ordering::Relaxed);
         let life = self.totals.update(conns);
@@ -251,6 +257,7 @@ impl Worker {
                 s.last_rejection = Some(r);
             }
             s.queue_dropped = q;
+            s.link = reading;
         });
     }
 
