@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use telebridge_config::{Latency, LATENCY_RANGE_MS};
 
 use crate::SrtStats;
@@ -29,7 +29,7 @@ pub fn rtts_for_loss(loss: f64) -> u32 {
 }
 
 /// The link as a connection measured it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LinkReading {
     /// The round trip, ms (the median of libsrt's smoothed RTT over the window).
     pub rtt_ms: f64,
@@ -53,8 +53,9 @@ pub struct LatencyChoice {
 }
 
 /// The latency for the next connection: as `latency` pins it, or from `reading` (the last
-/// connection's), or the start before any reading.
-pub fn choose(latency: Latency, reading: Option<LinkReading>) -> LatencyChoice {
+/// connection's), or the start before any reading; a listener (`listens`) starts at the floor
+/// and leaves the first figure to its caller (SRT takes the larger of the two).
+pub fn choose(latency: Latency, reading: Option<LinkReading>, listens: bool) -> LatencyChoice {
     let (floor, start) = match latency {
         Latency::Fixed(l) => {
             let ms = l.as_millis() as u64;
@@ -63,11 +64,12 @@ pub fn choose(latency: Latency, reading: Option<LinkReading>) -> LatencyChoice {
         Latency::Auto { floor, start } => (floor.as_millis() as u64, start.as_millis() as u64),
     };
     let Some(r) = reading else {
+        let (ms, whose) = if listens { (floor, ": the caller's, if more") } else { (start, "") };
         return LatencyChoice {
-            latency_ms: start,
+            latency_ms: ms,
             pinned: false,
             reading,
-            reason: format!("{start} ms until the link is measured"),
+            reason: format!("{ms} ms until the link is measured{whose}"),
         };
     };
     let n = rtts_for_loss(r.loss);
@@ -186,7 +188,7 @@ mod tests {
 
     #[test]
     fn the_guides_table_sets_the_round_trips_by_loss() {
-        let at = |loss| choose(auto(20), reading(100.0, loss)).latency_ms;
+        let at = |loss| choose(auto(20), reading(100.0, loss), false).latency_ms;
         assert_eq!((at(0.0), at(0.01), at(0.0101)), (300, 300, 400));
         assert_eq!((at(0.03), at(0.05), at(0.07)), (400, 500, 500));
         assert_eq!((at(0.08), at(0.10), at(0.25)), (600, 600, 600));
@@ -194,19 +196,21 @@ mod tests {
 
     #[test]
     fn the_reason_says_what_the_choice_rests_on() {
-        let c = choose(auto(40), reading(21.0, 0.002));
+        let c = choose(auto(40), reading(21.0, 0.002), false);
         assert_eq!((c.latency_ms, c.reason.as_str()), (63, "RTT 21 ms, loss 0.2 %: 3 x RTT = 63 ms"));
-        let c = choose(auto(40), reading(2.0, 0.0));
+        let c = choose(auto(40), reading(2.0, 0.0), false);
         assert_eq!(
             (c.latency_ms, c.reason.as_str()),
             (40, "RTT 2 ms, loss 0.0 %: 3 x RTT = 6 ms, raised to the 40 ms floor")
         );
-        let c = choose(auto(40), reading(1900.0, 0.12));
+        let c = choose(auto(40), reading(1900.0, 0.12), false);
         assert_eq!(c.latency_ms, 8000);
         assert!(c.reason.ends_with("not fit for live video), held at SRT's 8000 ms most"), "{}", c.reason);
-        let c = choose(auto(40), None);
+        let c = choose(auto(40), None, false);
         assert_eq!((c.latency_ms, c.reason.as_str(), c.pinned), (120, "120 ms until the link is measured", false));
-        let c = choose(Latency::Fixed(Duration::from_millis(250)), reading(21.0, 0.05));
+        let c = choose(auto(40), None, true);
+        assert_eq!(c.reason, "40 ms until the link is measured: the caller's, if more");
+        let c = choose(Latency::Fixed(Duration::from_millis(250)), reading(21.0, 0.05), false);
         assert_eq!((c.latency_ms, c.reason.as_str(), c.pinned), (250, "pinned at 250 ms", true));
     }
 
@@ -242,14 +246,14 @@ mod tests {
         let r = m.reading().unwrap();
         assert_eq!(r.rtt_ms, 21.0);
         assert!((r.loss - 0.005).abs() < 0.0005, "{r:?}");
-        assert_eq!(choose(auto(40), Some(r)).latency_ms, 63);
+        assert_eq!(choose(auto(40), Some(r), false).latency_ms, 63);
         // A worse link on the next connection: until it has its own window, the last reading.
         m.new_connection(t);
         m.observe(&stats(100.0, 0, 0, 0, 0), t);
         m.observe(&stats(100.0, 10, 0, 10, 0), t + Duration::from_millis(1500));
         assert_eq!(m.reading(), Some(r), "a young connection has no reading of its own");
         let t = connection(&mut m, t + Duration::from_secs(2), 20, 21.0, 0.05);
-        assert_eq!(choose(auto(40), m.reading()).latency_ms, 105, "5 x RTT at 5 % loss");
+        assert_eq!(choose(auto(40), m.reading(), false).latency_ms, 105, "5 x RTT at 5 % loss");
         // The window forgets what is older than 30 s: a link that got better reads better.
         let mut counters = (0i64, 0i64);
         m.new_connection(t);
@@ -273,7 +277,7 @@ mod tests {
         }
         let r = m.reading().unwrap();
         assert!((r.loss - 0.05).abs() < 1e-9, "5 resent for 100 new: {r:?}");
-        assert_eq!(choose(auto(40), Some(r)).latency_ms, 200);
+        assert_eq!(choose(auto(40), Some(r), false).latency_ms, 200);
     }
 
     #[test]

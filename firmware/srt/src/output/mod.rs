@@ -285,7 +285,10 @@ impl Job for Worker {
         self.connected = false;
         self.url = self.ways[self.way].clone();
         // The latency, chosen afresh for each connection from what the last one measured.
-        let choice = self.url.latency.map(|l| crate::latency::choose(l, self.meter.reading()));
+        let choice = self
+            .url
+            .latency
+            .map(|l| crate::latency::choose(l, self.meter.reading(), self.url.mode == SrtMode::Listener));
         if let Some(c) = &choice {
             if !c.pinned {
                 info!(output = %self.url.label(), latency_ms = c.latency_ms, reason = %c.reason, "SRT latency chosen");
