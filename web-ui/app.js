@@ -371,6 +371,8 @@ const FIELDS = [
   ['video.height', 'Height', 'Pixels, even, 120-1080.', 'number'],
   ['video.fps', 'Frames per second', '9-60.', 'number'],
   ['video.bitrate_kbps', 'Video bitrate (kbit/s)', '100-50000. Keep it under what the link carries; 4000 suits 720p30.', 'number'],
+  ['video.bitrate_mode', 'Bitrate mode', 'adaptive follows what the SRT links carry, between the least bitrate and the video bitrate; fixed sends the video bitrate whatever the link does.', ['adaptive', 'fixed']],
+  ['video.min_bitrate_kbps', 'Least bitrate (kbit/s)', '100 up to the video bitrate: the least adaptive goes to.', 'number'],
   ['video.keyframe_ms', 'Keyframe interval (ms)', '100-10000. Shorter recovers faster after loss, costs bitrate.', 'number'],
   ['video.encoder', 'Encoder', 'auto picks the hardware encoder where the Pi has one.', ['auto', 'v4l2h264enc', 'x264enc', 'openh264enc']],
   ['video.x264_preset', 'x264 preset', 'Faster presets use less CPU; slower look better.', ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium']],

@@ -107,7 +107,7 @@ impl Default for VideoConfig {
             height: 720,
             fps: 30,
             bitrate_kbps: 4000,
-            bitrate_mode: "fixed".to_string(),
+            bitrate_mode: "adaptive".to_string(),
             min_bitrate_kbps: 500,
             frame_rate_step_down: true,
             keyframe_ms: 1000,
