@@ -145,9 +145,9 @@ fn slt_totals(stats: &std::path::Path) -> (u64, u64) {
     let text = std::fs::read_to_string(stats).unwrap_or_default();
     let last = text
         .lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim_end_matches(',')).ok())
-        .filter(|v| v["recv"].is_object())
-        .last()
+        .find(|v| v["recv"].is_object())
         .unwrap_or_else(|| panic!("no stats record in {}: {text}", stats.display()));
     (last["recv"]["packetsUnique"].as_u64().unwrap_or(0), last["recv"]["packetsDropped"].as_u64().unwrap_or(0))
 }
