@@ -64,7 +64,7 @@ fn bad_input_exits_2_with_one_line_naming_the_fix() {
         ),
         (
             &["encode", "--output", "srt://127.0.0.1:9000?latency=200.5"],
-            "error: --output #1: latency=200.5 is not a whole number of milliseconds (20-8000)",
+            "error: --output #1: latency=200.5 is not auto nor a whole number of milliseconds (20-8000)",
         ),
     ];
     for (args, want) in cases {

@@ -24,7 +24,7 @@ const LOSS_PCT: f64 = 2.0;
 struct Row {
     size: String,
     link: String,
-    path: &'static str,
+    path: String,
     figures: serde_json::Value,
 }
 
@@ -80,12 +80,14 @@ struct Run<'a> {
     latency: u32,
     seconds: u64,
     out: &'a Path,
+    /// Our encoder's sound: `aac` or `opus`.
+    codec: &'a str,
 }
 
 impl Run<'_> {
     /// The files' prefix.
     fn tag(&self) -> String {
-        format!("lipsync-{}-{}", self.size, self.link.map_or("loopback", |l| l.name.as_str()))
+        format!("lipsync-{}-{}-{}", self.size, self.link.map_or("loopback", |l| l.name.as_str()), self.codec)
     }
 
     /// The link as the table names it.
@@ -96,7 +98,7 @@ impl Run<'_> {
 
 /// Our encoder to our decoder and to ffmpeg at once.
 async fn ours(run: &Run<'_>) -> anyhow::Result<Vec<Row>> {
-    let Run { bin, size, link, latency, seconds, out } = *run;
+    let Run { bin, size, link, latency, seconds, out, codec } = *run;
     let tag = run.tag();
     let (dec_port, ff_port) = (crate::free_udp_port()?, crate::free_udp_port()?);
     let (to_dec, _r1) = through(link, dec_port, 1).await?;
@@ -115,6 +117,7 @@ async fn ours(run: &Run<'_>) -> anyhow::Result<Vec<Row>> {
     tokio::time::sleep(Duration::from_millis(800)).await;
     let mut enc = Command::new(bin)
         .args(["-q", "encode", "--size", size, "--fps", "30", "--bitrate-kbps", "4000", "--x264-preset", "superfast"])
+        .args(["--audio", codec])
         .args(["--output", &format!("srt://127.0.0.1:{to_dec}?mode=caller&latency={latency}")])
         .args(["--output", &format!("srt://127.0.0.1:{to_ff}?mode=caller&latency={latency}")])
         .args(["--duration", &format!("{}s", seconds + 3)])
@@ -131,14 +134,14 @@ async fn ours(run: &Run<'_>) -> anyhow::Result<Vec<Row>> {
         .with_context(|| format!("scripts/av-offset {}: {}", rec.display(), String::from_utf8_lossy(&read.stderr)))?;
     let link = run.link_name();
     Ok(vec![
-        Row { size: size.into(), link: link.clone(), path: "ours -> ours", figures: ours },
-        Row { size: size.into(), link, path: "ours -> ffmpeg", figures: ffmpeg },
+        Row { size: size.into(), link: link.clone(), path: format!("ours ({codec}) -> ours"), figures: ours },
+        Row { size: size.into(), link, path: format!("ours ({codec}) -> ffmpeg"), figures: ffmpeg },
     ])
 }
 
 /// ffmpeg's own correlated sources to our decoder.
 async fn from_ffmpeg(run: &Run<'_>) -> anyhow::Result<Row> {
-    let Run { bin, size, link, latency, seconds, out } = *run;
+    let Run { bin, size, link, latency, seconds, out, .. } = *run;
     let tag = run.tag();
     let port = crate::free_udp_port()?;
     let (to, _relay) = through(link, port, 5).await?;
@@ -165,7 +168,7 @@ async fn from_ffmpeg(run: &Run<'_>) -> anyhow::Result<Row> {
     Ok(Row {
         size: size.into(),
         link: run.link_name(),
-        path: "ffmpeg -> ours",
+        path: "ffmpeg (aac) -> ours".into(),
         figures: summary(&dec_file)?["av_offset"].clone(),
     })
 }
@@ -187,11 +190,17 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
         let latency = if link.is_some() { 250 } else { 120 };
         for size in sizes {
             let name = link.map_or("loopback", |l| l.name.as_str());
-            eprintln!("lip sync: {size} over {name}, {seconds} s: our encoder to our decoder and ffmpeg ...");
-            let run = Run { bin, size, link: *link, latency, seconds, out };
-            rows.extend(ours(&run).await?);
-            eprintln!("lip sync: {size} over {name}, {seconds} s: ffmpeg to our decoder ...");
-            rows.push(from_ffmpeg(&run).await?);
+            for codec in ["aac", "opus"] {
+                eprintln!(
+                    "lip sync: {size} over {name}, {seconds} s: our encoder ({codec}) to our decoder and ffmpeg ..."
+                );
+                let run = Run { bin, size, link: *link, latency, seconds, out, codec };
+                rows.extend(ours(&run).await?);
+                if codec == "aac" {
+                    eprintln!("lip sync: {size} over {name}, {seconds} s: ffmpeg to our decoder ...");
+                    rows.push(from_ffmpeg(&run).await?);
+                }
+            }
         }
     }
     println!("| size | link | sender -> receiver | events | offset p50 | min | max | within -60/+40 ms |");
