@@ -82,10 +82,11 @@ pub struct VideoConfig {
     /// Target video bitrate (x264enc `bitrate`, v4l2h264enc `video_bitrate`), kbit/s; with an
     /// adaptive bitrate, the most it goes to.
     pub bitrate_kbps: u32,
-    /// `fixed`, or `adaptive`: the bitrate follows what the SRT links carry, between
-    /// `min_bitrate_kbps` and `bitrate_kbps`.
+    /// `adaptive` (the default): the bitrate follows what the SRT links carry, between
+    /// `min_bitrate_kbps` and `bitrate_kbps`; or `fixed`.
     pub bitrate_mode: String,
-    /// The least an adaptive bitrate goes down to at the full frame rate, kbit/s.
+    /// The least an adaptive bitrate goes down to at the full frame rate, kbit/s (the default,
+    /// 500, follows a lower `bitrate_kbps`).
     pub min_bitrate_kbps: u32,
     /// On a link that carries less than that floor, an adaptive bitrate gives the encoder one
     /// frame in two (half the frame rate, each frame with the floor's bits) rather than lose

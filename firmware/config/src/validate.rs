@@ -74,7 +74,12 @@ impl Config {
         // and only where it is used: a fixed bitrate under the default floor is no mistake.
         let most = if bitrate_ok { v.bitrate_kbps } else { 50_000 };
         let adaptive = bitrate_mode.as_ref().is_ok_and(|m| *m == BitrateMode::Adaptive);
-        if adaptive && (v.min_bitrate_kbps < 100 || v.min_bitrate_kbps > most) {
+        // The default floor follows a bitrate under it (`--bitrate-kbps 400` with the adaptive
+        // default); a floor the owner set over the bitrate is a mistake to name.
+        let default_floor = crate::model::VideoConfig::default().min_bitrate_kbps;
+        let min_bitrate_kbps =
+            if v.min_bitrate_kbps == default_floor { v.min_bitrate_kbps.min(most) } else { v.min_bitrate_kbps };
+        if adaptive && (min_bitrate_kbps < 100 || min_bitrate_kbps > most) {
             err(
                 "video.min_bitrate_kbps",
                 format!("{} is out of range 100-{most} kbit/s (at most video.bitrate_kbps)", v.min_bitrate_kbps),
@@ -290,7 +295,7 @@ impl Config {
                     fps: v.fps,
                     bitrate_kbps: v.bitrate_kbps,
                     bitrate_mode: bitrate_mode.unwrap_or(BitrateMode::Fixed),
-                    min_bitrate_kbps: v.min_bitrate_kbps,
+                    min_bitrate_kbps,
                     frame_rate_step_down: v.frame_rate_step_down && v.fps >= 20,
                     x264_preset: v.x264_preset.clone(),
                 },
@@ -361,7 +366,14 @@ mod tests {
         // A fixed bitrate under the adaptive floor's default (500) is fine: the floor is unused.
         let mut low = Config::default();
         low.video.bitrate_kbps = 400;
+        low.video.bitrate_mode = "fixed".into();
         low.validate().unwrap();
+        // Adaptive (the default): the default floor follows the bitrate; one set over it is named.
+        low.video.bitrate_mode = "adaptive".into();
+        assert_eq!(low.validate().unwrap().picture.min_bitrate_kbps, 400);
+        low.video.min_bitrate_kbps = 600;
+        let e = low.validate().unwrap_err().to_string();
+        assert!(e.contains("video.min_bitrate_kbps: 600 is out of range 100-400 kbit/s"), "{e}");
     }
 
     #[test]
