@@ -26,7 +26,8 @@ fn one(out: &Path, callers: usize, seconds: u64) -> anyhow::Result<Row> {
     let total = seconds + 8;
     let mut encoder = crate::spawn_to(
         Command::new(&bin)
-            .args(["-q", "encode", "--source", "test", "--size", "320x180", "--bitrate-kbps", "580", "--stats", "json"])
+            .args(["-q", "encode", "--bitrate-mode", "fixed", "--source", "test", "--size", "320x180"])
+            .args(["--bitrate-kbps", "580", "--stats", "json"])
             .args(["--output", &format!("srt://:{port}?mode=listener"), "--duration", &format!("{total}s")]),
         &enc_out,
     )?;

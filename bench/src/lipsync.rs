@@ -117,7 +117,7 @@ async fn ours(run: &Run<'_>) -> anyhow::Result<Vec<Row>> {
     tokio::time::sleep(Duration::from_millis(800)).await;
     let mut enc = Command::new(bin)
         .args(["-q", "encode", "--size", size, "--fps", "30", "--bitrate-kbps", "4000", "--x264-preset", "superfast"])
-        .args(["--audio", codec])
+        .args(["--audio", codec, "--bitrate-mode", "fixed"])
         .args(["--output", &format!("srt://127.0.0.1:{to_dec}?mode=caller&latency={latency}")])
         .args(["--output", &format!("srt://127.0.0.1:{to_ff}?mode=caller&latency={latency}")])
         .args(["--duration", &format!("{}s", seconds + 3)])

@@ -167,7 +167,8 @@ pub async fn run_pair(
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let started = telebridge_media::timecode::now_us() as f64 / 1e6;
     let mut enc = link.in_a(bin.to_str().context("path")?);
-    enc.args(["-q", "encode", "--source", "test", "--size", "1280x720", "--stats", "json"])
+    // A fixed bitrate: the benchmark finds what each transport sustains at a given one.
+    enc.args(["-q", "encode", "--bitrate-mode", "fixed", "--source", "test", "--size", "1280x720", "--stats", "json"])
         .args(["--bitrate-kbps", &bitrate_kbps.to_string()])
         .args(["--duration", &format!("{seconds}s")]);
     if sides != Sides::Rtmp {

@@ -60,6 +60,8 @@ async fn one(profiles: &Path, out: &Path, latency_ms: u32, seconds: u64) -> anyh
             .args([
                 "-q",
                 "encode",
+                "--bitrate-mode",
+                "fixed",
                 "--source",
                 "test",
                 "--size",

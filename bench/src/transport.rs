@@ -84,7 +84,7 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
     );
     let mut encoder = crate::spawn_to(
         Command::new(bin)
-            .args(["-q", "encode", "--source", "test", "--size", "1280x720"])
+            .args(["-q", "encode", "--bitrate-mode", "fixed", "--source", "test", "--size", "1280x720"])
             .args(["--bitrate-kbps", &bitrate_kbps.to_string()])
             .args(["--output", &format!("srt://:{enc_port}?mode=listener")])
             .args(["--duration", &format!("{}s", seconds + 10)]),
