@@ -18,8 +18,8 @@
 //!    rate into the bottleneck for a second. Where 75 % of the link is under the floor, the
 //!    rate may go under it, to the stream at half the frame rate ([`super::Bounds::least_kbps`]);
 //! 1. **overload** (a packet given up, or the queue or the backlog past a third of the SRT
-//!    latency, or a queue that takes the round trip past it; a link whose round trip is that
-//!    long without a queue is not one: a lower rate would not shorten it): to 80 % of what the link delivered (at least 30 % lower, at most halved), once
+//!    latency; a round trip past it only from a queue): to 80 % of what the link delivered (at
+//!    least 30 % lower, at most halved), once
 //!    per round trip; in a connection's first second by 30 %; in a drop, to at least half the
 //!    drop's capacity unless packets are being given up;
 //! 2. **queueing** (the queue above what jitter explains: 20 ms, four times the round trip's
@@ -27,7 +27,8 @@
 //!    (at least 8 % lower), at most once per round trip plus 100 ms, and not while the rate is
 //!    already under 90 % of it; what it delivered is remembered as the link's ceiling;
 //! 3. **calm** (queue and backlog gone), a second after the last cut: up by 3.5 % (at least 40
-//!    kbit/s) every 250 ms, 8 % every 100 ms until the connection's first cut; within 10 % under the remembered ceiling only by 0.8 %, and past it,
+//!    kbit/s) every 250 ms (until the first cut, [`super::START_RISE`]); within 10 % under the
+//!    remembered ceiling only by 0.8 %, and past it,
 //!    calm, the ceiling is forgotten; never more than 25 % (plus 300 kbit/s) over what the link
 //!    carried in the last 5 s, and on a link that dipped twice in 30 s (a drop, an overload, or
 //!    queueing cuts that took 30 % off) never more than 2.5 times the lowest rate a dip brought
@@ -38,18 +39,13 @@
 //! cut lands under what the link still carries; unlike a rule on the round trip alone, loss
 //! without a queue (a radio link's) does not lower the rate: SRT's retransmissions repair it.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::cap::{DropCap, Owed};
 use super::dips::Dips;
-use super::tally::{BaseRtt, PacketSize, Tally};
-use super::{Bounds, LinkSample, RateDecision, RateLaw, Why, STEP};
+use super::tally::{BaseRtt, PacketSize, Proven, Tally};
+use super::{Bounds, LinkSample, RateDecision, RateLaw, Why, START_RISE, START_RISE_EVERY, STEP};
 
-/// Each rise before the connection's first cut, a share of the rate.
-const START_RISE: f64 = 0.08;
-/// How long what the link carried is remembered, for the bound on rises.
-const PROVEN_WINDOW: Duration = Duration::from_secs(5);
 /// What the link delivered is counted over the last round trip, at least this long (an ACK
 /// that a growing queue holds back for a moment is not a slower link) ...
 const DELIVERED_MIN_WINDOW: Duration = Duration::from_millis(300);
@@ -84,8 +80,8 @@ pub struct Adaptive {
     acked_total: i64,
     rtt_var: f64,
     base: BaseRtt,
-    /// (time, delivered) once per step, for the last PROVEN_WINDOW.
-    proven: VecDeque<(Duration, f64)>,
+    /// What the link carried lately, for the bound on rises.
+    proven: Proven,
     last_cut: Option<Duration>,
     /// The queue or backlog when the rate was last cut, ms.
     pressure_at_cut: f64,
@@ -139,7 +135,7 @@ impl Adaptive {
             acked_total: 0,
             rtt_var: 0.0,
             base: BaseRtt::default(),
-            proven: VecDeque::new(),
+            proven: Proven::default(),
             last_cut: None,
             pressure_at_cut: 0.0,
             last_raise: Duration::ZERO,
@@ -272,10 +268,7 @@ impl RateLaw for Adaptive {
         // In the first second of a connection what was acknowledged says little (the first
         // keyframe, the first ACKs): cuts are then by the rate alone.
         let known = now.saturating_sub(self.first) >= DELIVERED_MAX_WINDOW;
-        self.proven.push_back((now, delivered));
-        while self.proven.front().is_some_and(|&(t, _)| now.saturating_sub(t) > PROVEN_WINDOW) {
-            self.proven.pop_front();
-        }
+        self.proven.note(now, delivered);
         self.base.note(s.rtt_ms, now);
 
         let latency = if s.latency_ms > 0.0 { s.latency_ms } else { 120.0 };
@@ -299,9 +292,8 @@ impl RateLaw for Adaptive {
         // A keyframe paced out waits in the send buffer for a moment: a backlog under a quarter
         // of the latency arrives in time.
         let backlog_limit = 100f64.max(latency / 4.0);
-        // A round trip past a third of the latency, from a queue: a link whose round trip is
-        // that long without one is no overload (a lower rate would not shorten it; SRT's
-        // default 120 ms under a 45 ms round trip held the rate at the floor, issue 37).
+        // (A link whose own round trip is that long is no overload: a lower rate would not
+        // shorten it. SRT's default 120 ms over a 45 ms link held the rate at the floor.)
         let long_queue = s.rtt_ms >= latency / 3.0 && base < latency / 3.0;
         let since_cut = self.last_cut.map(|t| now.saturating_sub(t));
         let round_trip = Duration::from_secs_f64(s.rtt_ms.max(1.0) / 1000.0);
@@ -437,21 +429,16 @@ impl RateLaw for Adaptive {
         let calm = queue < queue_limit / 2.0 && backlog < backlog_limit / 2.0;
         let rested = since_cut.is_none_or(|t| t >= Duration::from_secs(1));
         let starting = self.last_cut.is_none();
-        let every = if starting { 2 * STEP } else { 5 * STEP };
+        let every = if starting { START_RISE_EVERY } else { 5 * STEP };
         if calm && rested && now.saturating_sub(self.last_raise) >= every {
             self.last_raise = now;
             if self.ceiling.is_some_and(|c| self.rate > c * 1.05) {
                 self.ceiling = None;
             }
             let near = self.ceiling.is_some_and(|c| self.rate >= c * 0.9);
-            // Until the connection's first cut the link has shown no limit: up by 8 % every 100 ms
-            // (what the link carried still bounds it), so a free link reaches the maximum from
-            // the start's half in about a second instead of 6 (a free link's mean was 97.5 % of
-            // the fixed rate's over 45 s; the adaptive default must not cost a clean link).
             let share = if starting { START_RISE } else { 0.035 };
             let step = if near { (self.rate * 0.008).max(15.0) } else { (self.rate * share).max(40.0) };
-            let proven = self.proven.iter().map(|&(_, d)| d).fold(0.0, f64::max);
-            let bound = (proven * 1.25 + 300.0).min(self.dips.bound(now, self.rate + step)).max(self.rate);
+            let bound = self.proven.bound().min(self.dips.bound(now, self.rate + step)).max(self.rate);
             return self.decide((self.rate + step).min(bound), Why::Rising { link_kbps: delivered });
         }
         let why =
@@ -465,6 +452,7 @@ mod tests {
     use super::*;
     use crate::rate::dips::DIP_HEADROOM;
     use crate::rate::PACKET_BYTES;
+    use std::collections::VecDeque;
 
     /// A bottleneck as a fluid queue, for closed-loop tests: the encoder sends at the law's rate,
     /// the link serves `capacity` kbit/s behind a queue of `queue_limit_ms`, the round trip is

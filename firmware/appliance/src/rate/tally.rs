@@ -147,6 +147,29 @@ impl PacketSize {
     }
 }
 
+/// How long what the link carried is remembered, for the bound on rises.
+const PROVEN_WINDOW: Duration = Duration::from_secs(5);
+
+/// What the link carried over the last [`PROVEN_WINDOW`]: a rise goes at most 25 % (plus 300
+/// kbit/s) over the most of it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Proven(VecDeque<(Duration, f64)>);
+
+impl Proven {
+    /// What the link delivered at `now`, kbit/s.
+    pub(super) fn note(&mut self, now: Duration, delivered: f64) {
+        self.0.push_back((now, delivered));
+        while self.0.front().is_some_and(|&(t, _)| now.saturating_sub(t) > PROVEN_WINDOW) {
+            self.0.pop_front();
+        }
+    }
+
+    /// The most a rise may reach, kbit/s.
+    pub(super) fn bound(&self) -> f64 {
+        self.0.iter().map(|&(_, d)| d).fold(0.0, f64::max) * 1.25 + 300.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
