@@ -24,21 +24,12 @@ fn through_a_step(mode: &str, name: &str) -> Run {
     let port = free_udp_port();
     let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener&latency=500"), &["--duration", "46s"]);
     wait_udp_bound(port, "the decoder");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
     let link = linkemu::LinkParams {
         one_way_delay: Duration::from_millis(30),
         queue: Duration::from_millis(250),
         ..Default::default()
     };
-    let trace = linkemu::CapacityTrace::parse("steps:8000@0,1500@10,8000@22").unwrap();
-    let relay = runtime
-        .block_on(linkemu::relay::start(
-            "127.0.0.1:0".parse().unwrap(),
-            format!("127.0.0.1:{port}").parse().unwrap(),
-            linkemu::Impairment::new(link.clone(), Vec::new(), 1).with_trace(trace),
-            linkemu::Impairment::new(link, Vec::new(), 2),
-        ))
-        .unwrap();
+    let (_runtime, relay) = link_to(port, link, Vec::new(), Some("steps:8000@0,1500@10,8000@22"));
     let mut enc = encoder(
         &dir,
         "encoder",
@@ -169,21 +160,12 @@ fn default_encoder_into_slt(name: &str, trace: &str, seconds: u64, extra: &[&str
         .spawn()
         .expect("spawn srt-live-transmit (install srt-tools)");
     wait_udp_bound(port, "srt-live-transmit");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
     let link = linkemu::LinkParams {
         one_way_delay: Duration::from_millis(20),
         queue: Duration::from_millis(250),
         ..Default::default()
     };
-    let relay = runtime
-        .block_on(linkemu::relay::start(
-            "127.0.0.1:0".parse().unwrap(),
-            format!("127.0.0.1:{port}").parse().unwrap(),
-            linkemu::Impairment::new(link.clone(), Vec::new(), 1)
-                .with_trace(linkemu::CapacityTrace::parse(trace).unwrap()),
-            linkemu::Impairment::new(link, Vec::new(), 2),
-        ))
-        .unwrap();
+    let (_runtime, relay) = link_to(port, link, Vec::new(), Some(trace));
     let mut args = vec!["--duration".to_string(), format!("{seconds}s")];
     args.extend(extra.iter().map(|s| s.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -30,7 +30,6 @@ fn the_latency_is_chosen_again_at_each_connection_from_the_loss_the_last_one_mea
     let port = free_udp_port();
     let mut dec = decoder(&dir, "decoder", &format!("srt://:{port}?mode=listener&latency=40"), &["--duration", "70s"]);
     wait_udp_bound(port, "the decoder");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
     let link = linkemu::LinkParams {
         one_way_delay: Duration::from_millis(30),
         loss_pct: 0.5,
@@ -48,14 +47,7 @@ fn the_latency_is_chosen_again_at_each_connection_from_the_loss_the_last_one_mea
     // Outages at 12 s and 34 s; 5 % loss from 22 s (the second connection's last 10 s).
     let events =
         vec![event(12.0, 4.0, 100.0), event(22.0, 12.0, 5.0), event(34.0, 4.0, 100.0), event(38.0, 100.0, 5.0)];
-    let relay = runtime
-        .block_on(linkemu::relay::start(
-            "127.0.0.1:0".parse().unwrap(),
-            format!("127.0.0.1:{port}").parse().unwrap(),
-            linkemu::Impairment::new(link.clone(), events.clone(), 1),
-            linkemu::Impairment::new(link, events, 2),
-        ))
-        .unwrap();
+    let (_runtime, relay) = link_to(port, link, events, None);
     let mut enc = encoder(
         &dir,
         "encoder",

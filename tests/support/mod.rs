@@ -380,3 +380,28 @@ pub fn run_sim_with(
     first_login(http_port, dir, name, "a test password");
     p
 }
+
+/// The link emulator between a sender and `port` on loopback (UDP relay mode): `link` both
+/// ways with `events`, the way to `port` with `trace` if given (seeds 1 and 2). Keep the runtime
+/// as long as the relay.
+pub fn link_to(
+    port: u16,
+    link: linkemu::LinkParams,
+    events: Vec<linkemu::impairment::LinkEvent>,
+    trace: Option<&str>,
+) -> (tokio::runtime::Runtime, linkemu::relay::Relay) {
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let mut there = linkemu::Impairment::new(link.clone(), events.clone(), 1);
+    if let Some(t) = trace {
+        there = there.with_trace(linkemu::CapacityTrace::parse(t).expect("a capacity trace"));
+    }
+    let relay = runtime
+        .block_on(linkemu::relay::start(
+            "127.0.0.1:0".parse().expect("an address"),
+            format!("127.0.0.1:{port}").parse().expect("an address"),
+            there,
+            linkemu::Impairment::new(link, events, 2),
+        ))
+        .expect("the link emulator starts");
+    (runtime, relay)
+}
