@@ -99,7 +99,7 @@ pub(crate) struct MeasureArgs {
     /// x264 speed preset.
     #[arg(long, default_value = "superfast")]
     pub(crate) x264_preset: String,
-    /// aac | none
+    /// aac | opus | none
     #[arg(long, default_value = "aac")]
     pub(crate) audio: String,
     /// Print JSON rows instead of a Markdown table.
@@ -226,7 +226,7 @@ pub(crate) struct EncodeArgs {
     /// Video bitrate in kbit/s (with an adaptive bitrate, the most).
     #[arg(long)]
     pub(crate) bitrate_kbps: Option<u32>,
-    /// fixed | adaptive: the bitrate follows what the SRT links carry.
+    /// adaptive (the default: the bitrate follows what the SRT links carry) | fixed.
     #[arg(long)]
     pub(crate) bitrate_mode: Option<String>,
     /// The least an adaptive bitrate goes down to, kbit/s.
@@ -241,7 +241,7 @@ pub(crate) struct EncodeArgs {
     /// x264 speed preset (ultrafast .. medium).
     #[arg(long)]
     pub(crate) x264_preset: Option<String>,
-    /// aac | none
+    /// auto (opus in the bridge role, aac otherwise) | aac | opus | none.
     #[arg(long)]
     pub(crate) audio: Option<String>,
     /// test | alsa:DEVICE
