@@ -305,6 +305,7 @@ pub async fn run_decoder(
         fps,
         frames_decoded: counters.frames_decoded.load(Ordering::Relaxed),
         frames_missing: counters.frames_missing.load(Ordering::Relaxed),
+        frames_unread: counters.frames_unread.load(Ordering::Relaxed),
         audio_frames: counters.audio_frames.load(Ordering::Relaxed),
         width: counters.width.load(Ordering::Relaxed),
         height: counters.height.load(Ordering::Relaxed),

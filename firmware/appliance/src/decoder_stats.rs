@@ -22,6 +22,8 @@ pub struct DecoderStats {
     pub frames_decoded: u64,
     /// Frames missing between timecodes (lost for good upstream), test-pattern senders only.
     pub frames_missing: u64,
+    /// Frames shown whose timecode could not be read (not missing), test-pattern senders only.
+    pub frames_unread: u64,
     /// Audio frames decoded so far.
     pub audio_frames: u64,
     /// Picture size of the last frame.

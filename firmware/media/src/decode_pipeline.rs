@@ -23,8 +23,11 @@ use crate::timecode::{self, Timecode};
 pub struct DecoderCounters {
     /// Video frames decoded.
     pub frames_decoded: AtomicU64,
-    /// Frames missing between consecutive timecodes (test-pattern senders only).
+    /// Frames never shown, from the timecodes of those shown (test-pattern senders only; see
+    /// [`timecode::Gaps`]).
     pub frames_missing: AtomicU64,
+    /// Frames shown whose timecode could not be read (this pipeline's life).
+    pub frames_unread: AtomicU64,
     /// Audio frames decoded.
     pub audio_frames: AtomicU64,
     /// Width of the last frame.
@@ -264,7 +267,7 @@ impl DecodePipeline {
             });
         }
         let flashes = std::sync::Mutex::new(lipsync::FlashDetector::default());
-        let last_frame_no = std::sync::Mutex::new(None::<u32>);
+        let gaps = std::sync::Mutex::new(timecode::Gaps::default());
         vsink.set_callbacks(
             gst_app::AppSinkCallbacks::builder()
                 .new_sample(move |sink| {
@@ -281,15 +284,12 @@ impl DecodePipeline {
                             on_mark(AvMark::Flash(t));
                         }
                     }
-                    if let Some((tc, echo)) = sample_timecodes(&sample) {
-                        let mut last = last_frame_no.lock().unwrap_or_else(|p| p.into_inner());
-                        if let Some(prev) = *last {
-                            let gap = tc.frame.wrapping_sub(prev) & 0xff_ffff;
-                            if gap > 1 && gap < 1000 {
-                                counters.frames_missing.fetch_add(u64::from(gap - 1), Ordering::Relaxed);
-                            }
-                        }
-                        *last = Some(tc.frame);
+                    let read = sample_timecodes(&sample);
+                    let mut g = gaps.lock().unwrap_or_else(|p| p.into_inner());
+                    counters.frames_missing.fetch_add(g.frame(read.map(|(tc, _)| tc.frame)), Ordering::Relaxed);
+                    counters.frames_unread.store(g.unread(), Ordering::Relaxed);
+                    drop(g);
+                    if let Some((tc, echo)) = read {
                         on_timecode(tc, echo);
                     }
                     on_frame(&sample);

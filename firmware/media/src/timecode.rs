@@ -207,10 +207,71 @@ impl Echo {
     }
 }
 
+/// Frames that never reached the screen, from the counters of those that did. A frame shown
+/// with a strip the codec smeared past reading was not lost: the frames between two read
+/// counters are missing only beyond those shown unread.
+#[derive(Debug, Default)]
+pub struct Gaps {
+    last: Option<u32>,
+    unread_since: u64,
+    unread: u64,
+}
+
+impl Gaps {
+    /// A decoded frame and its counter, if read. Returns the frames missing just before it.
+    pub fn frame(&mut self, read: Option<u32>) -> u64 {
+        let Some(now) = read else {
+            self.unread_since += 1;
+            self.unread += u64::from(self.last.is_some());
+            return 0;
+        };
+        let gap = self.last.map_or(1, |prev| now.wrapping_sub(prev) & FRAME_MASK);
+        let unread = std::mem::take(&mut self.unread_since);
+        self.last = Some(now);
+        // Backwards or far ahead: a new sender, not a loss.
+        if gap == 0 || gap >= 1000 {
+            return 0;
+        }
+        u64::from(gap - 1).saturating_sub(unread)
+    }
+
+    /// Frames shown whose counter could not be read, once one was (a sender without the test
+    /// pattern has none to read).
+    pub fn unread(&self) -> u64 {
+        self.unread
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_frame_shown_unread_is_not_missing_and_one_never_shown_is() {
+        let mut g = Gaps::default();
+        assert_eq!(g.frame(Some(10)), 0);
+        assert_eq!(g.frame(Some(11)), 0);
+        // 12 shown, its strip unread: 13 follows, nothing missing.
+        assert_eq!(g.frame(None), 0);
+        assert_eq!(g.frame(Some(13)), 0);
+        // 14 and 15 never shown.
+        assert_eq!(g.frame(Some(16)), 2);
+        // One shown unread among three gone by: two missing.
+        assert_eq!(g.frame(None), 0);
+        assert_eq!(g.frame(Some(20)), 2);
+        assert_eq!(g.unread(), 2);
+        // The counter wraps at 24 bits.
+        let mut g = Gaps::default();
+        g.frame(None);
+        assert_eq!(g.unread(), 0, "no test pattern yet");
+        g.frame(Some(FRAME_MASK));
+        assert_eq!(g.frame(Some(1)), 1);
+        // A sender that starts again (backwards, or far ahead) is not a loss.
+        assert_eq!(g.frame(Some(0)), 0);
+        assert_eq!(g.frame(Some(5000)), 0);
+        assert_eq!(g.frame(Some(5001)), 0);
+    }
 
     fn frame(width: usize, height: usize, fill: u8) -> Vec<u8> {
         vec![fill; width * height]
