@@ -1,10 +1,12 @@
 //! Adaptive bitrate on changing links: our encoder through the link emulator, with the same
 //! seeded capacity traces, three ways: a fixed bitrate, belacoder's rule (the baseline, in
-//! `belacoder.rs`) and ours (`telebridge_appliance::rate::Adaptive`). The encoder runs in this
-//! process (so the baseline can drive it), the link emulator too, our decoder in its own; per
-//! run: frames lost for good at the receiver (gaps in the burnt-in timecode), seconds with any
-//! loss, the mean and 10th percentile of the bitrate that arrived, the time to recover after a
-//! capacity drop; per trace a plot of what each sent against the capacity.
+//! `belacoder.rs`) and ours (`telebridge_appliance::rate::Adaptive`, as configured by default,
+//! and with the frame rate halved under its floor, to choose that setting's default). The
+//! encoder runs in this process (so the baseline can drive it), the link emulator too, our
+//! decoder in its own; per run: the frames a viewer does not see (lost for good at the receiver,
+//! gaps in the burnt-in timecode, and left out on purpose at half the frame rate), seconds with
+//! any loss, the mean and 10th percentile of the bitrate that arrived, the time to recover after
+//! a capacity drop; per trace a plot of what each sent against the capacity.
 
 mod belacoder;
 mod logs;
@@ -44,7 +46,10 @@ struct Case {
 enum Mode {
     Fixed,
     Belacoder,
+    /// Ours with the configuration's defaults.
     Ours,
+    /// Ours with the frame rate halved under the floor (`video.frame_rate_step_down`).
+    OursHalfRate,
 }
 
 impl Mode {
@@ -53,6 +58,7 @@ impl Mode {
             Mode::Fixed => "fixed 6 Mbit/s",
             Mode::Belacoder => "belacoder's rule",
             Mode::Ours => "ours",
+            Mode::OursHalfRate => "ours, half frame rate under the floor",
         }
     }
     fn file(self) -> &'static str {
@@ -60,6 +66,7 @@ impl Mode {
             Mode::Fixed => "fixed",
             Mode::Belacoder => "belacoder",
             Mode::Ours => "ours",
+            Mode::OursHalfRate => "ours-half-rate",
         }
     }
 }
@@ -164,7 +171,7 @@ fn cases(quick: bool, traces_dir: &Path) -> anyhow::Result<Vec<Case>> {
 fn law(mode: Mode) -> (Option<LawFactory>, Option<Duration>, &'static str) {
     match mode {
         Mode::Fixed => (None, None, "fixed"),
-        Mode::Ours => (None, None, "adaptive"),
+        Mode::Ours | Mode::OursHalfRate => (None, None, "adaptive"),
         Mode::Belacoder => {
             let f: LawFactory = Box::new(|b: Bounds| Box::new(belacoder::Belacoder::new(b)) as Box<dyn RateLaw>);
             (Some(f), Some(belacoder::STEP), "fixed")
@@ -216,6 +223,9 @@ async fn one(case: &Case, mode: Mode, out: &Path, repeat: Option<usize>) -> anyh
     config.video.height = 720;
     config.video.bitrate_kbps = MAX_KBPS;
     config.video.min_bitrate_kbps = MIN_KBPS;
+    if mode == Mode::OursHalfRate {
+        config.video.frame_rate_step_down = true;
+    }
     let (rate_law, rate_step, bitrate_mode) = law(mode);
     config.video.bitrate_mode = bitrate_mode.into();
     config.outputs = vec![telebridge_config::OutputConfig::new(format!(
@@ -313,15 +323,22 @@ pub async fn run(
         }
         cases.retain(|c| only_traces.iter().any(|t| t == c.name));
     }
-    let all = [Mode::Fixed, Mode::Belacoder, Mode::Ours];
+    let all = [Mode::Fixed, Mode::Belacoder, Mode::Ours, Mode::OursHalfRate];
     for m in only_modes {
         anyhow::ensure!(
             all.iter().any(|a| a.file() == m),
-            "--modes: no mode {m:?}; the modes are fixed, belacoder, ours"
+            "--modes: no mode {m:?}; the modes are {}",
+            all.map(Mode::file).join(", ")
         );
     }
-    let modes: Vec<Mode> =
-        all.into_iter().filter(|a| only_modes.is_empty() || only_modes.iter().any(|m| m == a.file())).collect();
+    // The quick form checks the mechanism: the half-rate variant only when named.
+    let modes: Vec<Mode> = all
+        .into_iter()
+        .filter(|a| match only_modes.is_empty() {
+            true => !quick || *a != Mode::OursHalfRate,
+            false => only_modes.iter().any(|m| m == a.file()),
+        })
+        .collect();
     println!("{}", report::HEADER);
     let mut verdicts = Vec::new();
     for case in &cases {
@@ -376,8 +393,11 @@ pub async fn run(
         if let (Some(b), Some(o)) = (of(Mode::Belacoder), of(Mode::Ours)) {
             println!("{}", report::verdict(name, b, o));
         }
+        if let (Some(o), Some(h)) = (of(Mode::Ours), of(Mode::OursHalfRate)) {
+            println!("{}", report::half_rate(name, o, h));
+        }
     }
-    if quick && modes.len() == all.len() {
+    if quick && modes == [Mode::Fixed, Mode::Belacoder, Mode::Ours] {
         let (_, f, runs) = &verdicts[0];
         let (f, runs): (Vec<&Figures>, Vec<&Run>) =
             (f.iter().map(|x| &x[0]).collect(), runs.iter().map(|x| &x[0]).collect());

@@ -1,13 +1,15 @@
 //! The table and the verdict, over one run of each trace and mode or several (`--repeats`:
 //! runs of one law differ by tens of frames on the 4G traces, so a change is judged on the
-//! median, with the spread beside it).
+//! median, with the spread beside it, and says whether the two laws' ranges overlap). The
+//! verdict counts what a viewer misses: frames lost for good and frames left out on purpose
+//! at half the frame rate alike.
 
 use linkemu::CapacityTrace;
 
 use super::{Mode, Run, Second};
 
 /// The table's head.
-pub(super) const HEADER: &str = "| trace | mode | frames lost for good | frames left out (half frame rate) | seconds with loss | mean kbit/s arrived | p10 kbit/s | worst recovery after a drop |\n|---|---|---|---|---|---|---|---|";
+pub(super) const HEADER: &str = "| trace | mode | frames not shown | of which lost for good | of which left out (half frame rate) | seconds with loss | mean kbit/s arrived | p10 kbit/s | worst recovery after a drop |\n|---|---|---|---|---|---|---|---|---|";
 
 /// Figures of one run.
 pub(super) struct Figures {
@@ -18,6 +20,13 @@ pub(super) struct Figures {
     pub mean_kbps: f64,
     pub p10_kbps: f64,
     pub recovery_s: Option<f64>,
+}
+
+impl Figures {
+    /// What the viewer misses: frames lost for good and frames left out.
+    pub fn not_shown(&self) -> u64 {
+        self.lost + self.skipped
+    }
 }
 
 /// The drops of a trace: times where the capacity falls by 40 % or more within a second.
@@ -109,9 +118,13 @@ fn worst_recovery(seconds: &[Second], drops: &[f64]) -> Option<f64> {
     worst
 }
 
-/// The median of what was lost for good, and of the mean bitrate.
-pub(super) fn medians(figs: &[Figures]) -> (f64, f64) {
-    (median(figs.iter().map(|f| f.lost as f64).collect()), median(figs.iter().map(|f| f.mean_kbps).collect()))
+/// The median of the frames not shown, of the mean bitrate and of the p10 bitrate.
+pub(super) fn medians(figs: &[Figures]) -> (f64, f64, f64) {
+    (
+        median(figs.iter().map(|f| f.not_shown() as f64).collect()),
+        median(figs.iter().map(|f| f.mean_kbps).collect()),
+        median(figs.iter().map(|f| f.p10_kbps).collect()),
+    )
 }
 
 /// One line of the table.
@@ -125,8 +138,9 @@ pub(super) fn row(trace: &str, mode: Mode, figs: &[Figures]) -> String {
         Some(_) => "never".to_string(),
     };
     format!(
-        "| {trace} | {} | {} | {} | {} | {} | {} | {rec} |",
+        "| {trace} | {} | {} | {} | {} | {} | {} | {} | {rec} |",
         mode.label(),
+        cell(figs, |f| f.not_shown() as f64, 0),
         cell(figs, |f| f.lost as f64, 0),
         cell(figs, |f| f.skipped as f64, 0),
         cell(figs, |f| f.lossy_seconds as f64, 0),
@@ -135,17 +149,53 @@ pub(super) fn row(trace: &str, mode: Mode, figs: &[Figures]) -> String {
     )
 }
 
-/// The bar on one trace: ours loses no more than belacoder's rule and delivers at least
-/// its mean; on the 4G traces strictly fewer lost frames (medians over the repeats).
-pub(super) fn verdict(name: &str, belacoder: &[Figures], ours: &[Figures]) -> String {
-    let ((bl, bm), (ol, om)) = (medians(belacoder), medians(ours));
-    let fewer = if name.starts_with("4g") { ol < bl } else { ol <= bl };
+/// Whether the runs tell `a` (fewer frames not shown) from `b`: every run of `a` showed more
+/// frames than every run of `b`. One run each tells nothing.
+fn told_apart(a: &[Figures], b: &[Figures]) -> bool {
+    let worst_a = a.iter().map(Figures::not_shown).max();
+    let best_b = b.iter().map(Figures::not_shown).min();
+    a.len() > 1 && b.len() > 1 && matches!((worst_a, best_b), (Some(x), Some(y)) if x < y)
+}
+
+/// The runs' words: "medians of N runs", and whether the ranges overlap.
+fn spread_words(a: &[Figures], b: &[Figures]) -> String {
+    if a.len() < 2 || b.len() < 2 {
+        return " (one run each: the 4G traces need repeats to judge)".to_string();
+    }
+    let apart = told_apart(a, b) || told_apart(b, a);
     format!(
-        "{name}: ours {} belacoder's rule on lost frames ({ol} vs {bl}), {} on mean bitrate ({om:.0} vs {bm:.0} kbit/s){}",
-        if fewer { "beats or equals" } else { "LOSES TO" },
-        if om >= bm { "at least" } else { "UNDER" },
-        if ours.len() > 1 { format!(" (medians of {} runs)", ours.len()) } else { String::new() },
+        " (medians of {} runs; {})",
+        a.len().min(b.len()),
+        if apart { "the ranges do not overlap" } else { "the ranges overlap: not told apart" }
     )
+}
+
+/// The bar on one trace: ours shows at least as many frames as belacoder's rule (lost
+/// and left out counted) at a mean bitrate at least as high; on the 4G traces strictly more
+/// frames (medians over the repeats). The p10 bitrate is said beside.
+pub(super) fn verdict(name: &str, belacoder: &[Figures], ours: &[Figures]) -> String {
+    let ((bn, bm, bp), (on, om, op)) = (medians(belacoder), medians(ours));
+    let more = if name.starts_with("4g") { on < bn } else { on <= bn };
+    format!(
+        "{name}: ours {} belacoder's rule on frames not shown ({on} vs {bn}), {} on mean bitrate ({om:.0} vs {bm:.0} kbit/s; p10 {op:.0} vs {bp:.0}){}",
+        if more { "beats or equals" } else { "LOSES TO" },
+        if om >= bm { "at least" } else { "UNDER" },
+        spread_words(ours, belacoder),
+    )
+}
+
+/// The choice of `video.frame_rate_step_down`'s default: the half frame rate is worth having
+/// only where it shows more frames than the full rate (medians over the repeats).
+pub(super) fn half_rate(name: &str, full: &[Figures], half: &[Figures]) -> String {
+    let ((fnot, fm, _), (hnot, hm, _)) = (medians(full), medians(half));
+    let words = if hnot < fnot {
+        "the half frame rate shows more frames"
+    } else if hnot > fnot {
+        "the half frame rate shows fewer frames"
+    } else {
+        "the half frame rate shows as many frames"
+    };
+    format!("{name}: {words} ({hnot} vs {fnot} not shown; mean {hm:.0} vs {fm:.0} kbit/s){}", spread_words(half, full))
 }
 
 #[cfg(test)]
@@ -156,26 +206,50 @@ mod tests {
         Figures { lost, skipped: 0, lossy_seconds: 1, mean_kbps: mean, p10_kbps: mean / 2.0, recovery_s: Some(3.0) }
     }
 
-    #[test]
-    fn one_run_reads_as_before_several_as_median_and_spread() {
-        assert_eq!(row("4g-1", Mode::Ours, &[f(12, 1500.0)]), "| 4g-1 | ours | 12 | 0 | 1 | 1500 | 750 | 3 s |");
-        let three = [f(40, 1400.0), f(12, 1500.0), f(90, 1300.0)];
-        assert_eq!(
-            row("4g-1", Mode::Ours, &three),
-            "| 4g-1 | ours | 40 (12-90) | 0 (0-0) | 1 (1-1) | 1400 (1300-1500) | 700 (650-750) | 3 s |"
-        );
-        assert_eq!(medians(&three), (40.0, 1400.0));
+    fn left_out(f: Figures, skipped: u64) -> Figures {
+        Figures { skipped, ..f }
     }
 
     #[test]
-    fn the_verdict_is_on_the_medians() {
+    fn one_run_reads_as_before_several_as_median_and_spread() {
+        assert_eq!(
+            row("4g-1", Mode::Ours, &[left_out(f(12, 1500.0), 5)]),
+            "| 4g-1 | ours | 17 | 12 | 5 | 1 | 1500 | 750 | 3 s |"
+        );
+        let three = [f(40, 1400.0), f(12, 1500.0), f(90, 1300.0)];
+        assert_eq!(
+            row("4g-1", Mode::Ours, &three),
+            "| 4g-1 | ours | 40 (12-90) | 40 (12-90) | 0 (0-0) | 1 (1-1) | 1400 (1300-1500) | 700 (650-750) | 3 s |"
+        );
+        assert_eq!(medians(&three), (40.0, 1400.0, 700.0));
+    }
+
+    #[test]
+    fn the_verdict_is_on_the_medians_of_frames_not_shown() {
         let bela = [f(10, 700.0), f(150, 600.0), f(30, 800.0)];
         let ours = [f(25, 1400.0), f(20, 1500.0), f(200, 1300.0)];
         let v = verdict("4g-1", &bela, &ours);
-        assert!(v.starts_with("4g-1: ours beats or equals belacoder's rule on lost frames (25 vs 30)"), "{v}");
-        assert!(v.ends_with("(medians of 3 runs)"), "{v}");
+        assert!(v.starts_with("4g-1: ours beats or equals belacoder's rule on frames not shown (25 vs 30)"), "{v}");
+        assert!(v.contains("p10 700 vs 350"), "{v}");
+        assert!(v.ends_with("(medians of 3 runs; the ranges overlap: not told apart)"), "{v}");
         assert!(verdict("4g-2", &[f(5, 700.0)], &[f(5, 900.0)]).contains("LOSES TO"), "4G needs strictly fewer");
         assert!(verdict("steps", &[f(5, 700.0)], &[f(5, 600.0)]).contains("UNDER"));
+        // Frames left out count: 2 lost + 30 left out is worse than 20 lost.
+        let v = verdict("4g-2", &[f(20, 700.0), f(22, 700.0)], &[left_out(f(2, 900.0), 30), left_out(f(3, 900.0), 28)]);
+        assert!(v.contains("LOSES TO belacoder's rule on frames not shown (31 vs 20)"), "{v}");
+        assert!(v.ends_with("the ranges do not overlap)"), "{v}");
+    }
+
+    #[test]
+    fn the_half_rate_is_judged_on_frames_shown() {
+        let full = [f(40, 1300.0), f(50, 1250.0), f(60, 1200.0)];
+        let half = [left_out(f(10, 1350.0), 150), left_out(f(20, 1300.0), 180), left_out(f(5, 1320.0), 140)];
+        let v = half_rate("4g-1", &full, &half);
+        assert_eq!(
+            v,
+            "4g-1: the half frame rate shows fewer frames (160 vs 50 not shown; mean 1320 vs 1250 kbit/s) (medians of 3 runs; the ranges do not overlap)"
+        );
+        assert!(half_rate("steps", &full, &full).contains("as many frames"));
     }
 
     /// One second a row: (t, chosen video kbit/s, frames lost so far, capacity kbit/s).
