@@ -90,7 +90,8 @@ pub struct VideoConfig {
     pub min_bitrate_kbps: u32,
     /// On a link that carries less than that floor, an adaptive bitrate gives the encoder one
     /// frame in two (half the frame rate, each frame with the floor's bits) rather than lose
-    /// frames on the way; at 20 frames a second or more.
+    /// frames on the way; at 20 frames a second or more. Off by default: on the 4G traces it
+    /// left out more frames than it saved (`telebridge-bench abr`, docs/benchmarks.md).
     pub frame_rate_step_down: bool,
     /// Time between keyframes (x264enc `key-int-max`, v4l2h264enc `h264_i_frame_period`), ms.
     pub keyframe_ms: u32,
@@ -110,7 +111,7 @@ impl Default for VideoConfig {
             bitrate_kbps: 4000,
             bitrate_mode: "adaptive".to_string(),
             min_bitrate_kbps: 500,
-            frame_rate_step_down: true,
+            frame_rate_step_down: false,
             keyframe_ms: 1000,
             encoder: "auto".to_string(),
             x264_preset: "superfast".to_string(),
