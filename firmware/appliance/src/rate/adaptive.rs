@@ -539,6 +539,7 @@ mod tests {
                 packets_lost: self.lost,
                 bandwidth_mbps: capacity_kbps / 1000.0,
                 send_rate_mbps: rate_kbps / 1000.0,
+                acks_received: 0,
                 latency_ms: self.latency_ms,
             }
         }

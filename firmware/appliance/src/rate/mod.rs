@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use telebridge_srt::output::Pacing;
+use telebridge_srt::peer::{Peer, PeerWatch};
 use telebridge_srt::SrtStats;
 
 pub use adaptive::Adaptive;
@@ -79,6 +80,9 @@ pub struct LinkSample {
     pub bandwidth_mbps: f64,
     /// libsrt's current send rate, Mbit/s.
     pub send_rate_mbps: f64,
+    /// ACK packets heard from the receiver so far. 0 where unknown (older traces).
+    #[serde(default)]
+    pub acks_received: i64,
     /// The latency both ends agreed on, ms.
     pub latency_ms: f64,
 }
@@ -98,10 +102,16 @@ impl From<&SrtStats> for LinkSample {
             packets_lost: s.packets_lost,
             bandwidth_mbps: s.bandwidth_mbps,
             send_rate_mbps: s.send_rate_mbps,
+            acks_received: s.acks_received,
             latency_ms: s.negotiated_latency_ms as f64,
         }
     }
 }
+
+/// ACKs can pause this long on a link in working order (400 ms seen on a free 5 Mbit/s link on
+/// a 2-core machine, then all at once); a connection sending without one for longer, and for
+/// four round trips, has stalled at its far end ([`RateControl::step`]).
+pub const STALL_AFTER: Duration = Duration::from_millis(600);
 
 /// Bytes of payload in one SRT packet of ours (seven 188-byte TS packets).
 pub const PACKET_BYTES: f64 = 1316.0;
@@ -228,7 +238,9 @@ impl fmt::Debug for RateControl {
 
 /// One law per connection; the lowest rate wins.
 pub struct RateControl {
-    laws: HashMap<String, Box<dyn RateLaw>>,
+    laws: HashMap<String, (Box<dyn RateLaw>, PeerWatch)>,
+    /// The instant the steps' times count from (for the ACK watches).
+    epoch: std::time::Instant,
     factory: LawFactory,
     min_video_kbps: u32,
     max_video_kbps: u32,
@@ -264,6 +276,7 @@ impl RateControl {
         };
         Self {
             laws: HashMap::new(),
+            epoch: std::time::Instant::now(),
             factory,
             min_video_kbps,
             max_video_kbps,
@@ -369,18 +382,34 @@ impl RateControl {
         };
         self.connected |= !links.is_empty();
         let bounds = Bounds { min_kbps, least_kbps, max_kbps, start_kbps };
-        let mut lowest: Option<(RateDecision, &str)> = None;
-        // The lowest send cap any connection's law asks for.
-        let mut cap: Option<f64> = None;
+        let mut decisions = Vec::with_capacity(links.len());
         for (name, sample) in links {
-            let law = self.laws.entry(name.clone()).or_insert_with(|| (self.factory)(bounds));
+            let at = self.epoch + now;
+            let (law, acks) =
+                self.laws.entry(name.clone()).or_insert_with(|| ((self.factory)(bounds), PeerWatch::new(at)));
             let d = law.step(sample, now);
+            let stall = STALL_AFTER.max(Duration::from_secs_f64(sample.rtt_ms.max(0.0) * 4.0 / 1000.0));
+            let stalled = sample.acks_received > 0
+                && matches!(acks.observe(sample.acks_received, sample.packets_sent, at, stall), Peer::Gone(_));
             if let Some(w) = self.recorder.as_mut() {
                 let line = serde_json::json!({
                     "t": now.as_secs_f64(), "unix_s": unix_seconds(), "link": name, "sample": sample,
                     "stream_kbps": d.stream_kbps, "why": d.why, "send_cap_kbps": d.send_cap_kbps,
                 });
                 let _ = writeln!(w, "{line}");
+            }
+            decisions.push((d, stalled, name.as_str()));
+        }
+        // A connection whose ACKs stopped while another's go on is stalled at its far end (a
+        // frozen receiver, a peer gone): the box's own uplink, which all share, works. No rate
+        // helps it, so it sets neither the rate nor the pacing of the others.
+        let someone_carries = decisions.iter().any(|(_, stalled, _)| !stalled);
+        let mut lowest: Option<(RateDecision, &str)> = None;
+        // The lowest send cap any connection's law asks for.
+        let mut cap: Option<f64> = None;
+        for (d, stalled, name) in decisions {
+            if someone_carries && stalled {
+                continue;
             }
             if let Some(c) = d.send_cap_kbps {
                 cap = Some(cap.map_or(c, |x: f64| x.min(c)));
@@ -535,6 +564,60 @@ mod tests {
         assert_eq!(rc.step(&links, Duration::ZERO), Some(500));
         assert_eq!(rc.status().one_frame_in, 1);
         assert_eq!(rc.frame_rate_change(), None);
+    }
+
+    /// A law that answers what it is told.
+    struct Told(std::sync::Arc<std::sync::Mutex<RateDecision>>);
+    impl RateLaw for Told {
+        fn step(&mut self, _: &LinkSample, _: Duration) -> RateDecision {
+            *self.0.lock().unwrap()
+        }
+    }
+
+    #[test]
+    fn a_connection_whose_acks_stopped_sets_neither_rate_nor_pacing_while_another_is_acknowledged() {
+        let holding = RateDecision { stream_kbps: 4400.0, why: Why::AtMaximum, send_cap_kbps: None };
+        let cut = RateDecision {
+            stream_kbps: 600.0,
+            why: Why::Overload { link_kbps: 0.0, send_buffer_ms: 660.0 },
+            send_cap_kbps: Some(100.0),
+        };
+        let frozen = std::sync::Arc::new(std::sync::Mutex::new(holding));
+        let (f, fresh) = (frozen.clone(), std::sync::Arc::new(std::sync::Mutex::new(holding)));
+        let made = std::sync::atomic::AtomicUsize::new(0);
+        let factory: LawFactory = Box::new(move |_| {
+            let first = made.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
+            Box::new(Told(if first { f.clone() } else { fresh.clone() })) as Box<dyn RateLaw>
+        });
+        let mut rc = RateControl::new(factory, 500, 4000, 128);
+        // Step k: each link has sent 20 packets a step and heard 5 ACKs; the frozen one's ACKs
+        // stop after step 10.
+        let links = |k: i64| -> Vec<(String, LinkSample)> {
+            let at =
+                |acks| LinkSample { packets_sent: 20 * k, acks_received: acks, rtt_ms: 1.0, ..LinkSample::default() };
+            vec![("frozen".to_string(), at(5 * k.min(10))), ("b".to_string(), at(5 * k))]
+        };
+        for k in 0..=10 {
+            rc.step(&links(k), STEP * k as u32);
+        }
+        let _ = rc.pacing_change();
+        assert_eq!(rc.status().video_kbps, 4000);
+        // Frozen: its law cuts at once, but its ACKs stopped only just now: it is followed.
+        *frozen.lock().unwrap() = cut;
+        assert_eq!(rc.step(&links(11), STEP * 11), Some(500));
+        assert_eq!(rc.status().link.as_deref(), Some("frozen"));
+        assert_eq!(rc.pacing_change(), Some(Pacing::AtMost { bytes_per_s: 12_500 }));
+        // Over 600 ms without an ACK (the last heard at step 10) while "b" is acknowledged:
+        // "b" sets the rate, nobody is capped.
+        for k in 12..23 {
+            assert_eq!(rc.step(&links(k), STEP * k as u32), None, "step {k}");
+        }
+        assert_eq!(rc.step(&links(23), STEP * 23), Some(4000));
+        assert_eq!(rc.status().link.as_deref(), Some("b"));
+        assert!(matches!(rc.pacing_change(), Some(Pacing::ByInput { .. })), "the others are not capped");
+        // Alone, a stalled connection is followed: the box's own uplink may be what stalls.
+        assert_eq!(rc.step(&links(24)[..1], STEP * 24), Some(500));
+        assert_eq!(rc.pacing_change(), Some(Pacing::AtMost { bytes_per_s: 12_500 }), "capped again");
     }
 
     #[test]
