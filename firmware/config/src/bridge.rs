@@ -22,6 +22,8 @@ pub struct BridgeSettings {
     pub record: Option<FileSpec>,
     /// The meeting point: host and port range.
     pub relay: Option<RelaySpec>,
+    /// Ask the router (UPnP) to pass the port to this box when it listens.
+    pub port_mapping: bool,
 }
 
 /// A meeting point for paired boxes (`bridge.relay`).

@@ -199,6 +199,7 @@ impl Config {
             link,
             record,
             relay,
+            port_mapping: b.port_mapping,
         };
         let http_listen = self
             .web

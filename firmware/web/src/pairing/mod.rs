@@ -237,7 +237,7 @@ fn open_code(s: &AppState) -> Result<(), ApiError> {
     *s.pairing.mapping.lock().unwrap_or_else(|p| p.into_inner()) = Mapping::Unknown;
     let config = s.store.running();
     let (slot, port) = (s.pairing.mapping.clone(), config.as_ref().map_or(7700, |c| c.bridge.port));
-    if config.is_some_and(|c| c.raw.bridge.port_mapping) {
+    if config.is_some_and(|c| c.bridge.port_mapping) {
         tokio::spawn(async move { reach::refresh(&slot, port).await });
     } else {
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Mapping::None("switched off: bridge.port_mapping".into());

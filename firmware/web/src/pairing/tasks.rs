@@ -92,7 +92,7 @@ pub(crate) fn spawn_mapping_keeper(s: &AppState) {
         loop {
             let through_router =
                 s.pairing.lock().record.as_ref().is_some_and(|r| r.reach == Reach::Listen && r.via == Via::PortMapping);
-            let needed = through_router && s.store.running().is_some_and(|c| c.raw.bridge.port_mapping);
+            let needed = through_router && s.store.running().is_some_and(|c| c.bridge.port_mapping);
             if needed {
                 let port = s.store.running().map_or(7700, |c| c.bridge.port);
                 reach::refresh(&s.pairing.mapping, port).await;
