@@ -2,20 +2,16 @@
 //! (media) to SRT outputs (srt) and publishes statistics.
 
 pub mod advice;
-pub mod bridge_role;
 mod changes;
 pub mod config_store;
 pub mod daemon;
-pub mod decoder_role;
 pub mod decoder_stats;
-mod decoder_stop;
-pub mod encoder_role;
 mod error;
 pub mod logs;
 pub mod measure;
 pub mod outputs;
 pub mod rate;
-pub mod relay_role;
+pub mod roles;
 pub mod sample;
 pub mod sd_notify;
 pub mod signal;
@@ -23,16 +19,15 @@ pub mod slate;
 pub mod state;
 pub mod stats;
 
-pub use bridge_role::{
-    run_bridge, BridgeOptions, BridgeSample, BridgeSampleCallback, BridgeSummary, PeerFeed, PeerLink, PEER_OUTPUT,
-};
 pub use changes::{plan as plan_changes, ChangePlan};
 pub use config_store::{ConfigStore, StoreError};
 pub use daemon::{DaemonCommand, DaemonHandle, DaemonOptions, DaemonStatus};
-pub use decoder_role::{run_decoder, DecodeOptions, DecodeSample, DecodeSampleCallback, DecodeSummary};
-pub use encoder_role::{run_encoder, select_encoder, EncoderCommand, RunOptions, SampleCallback};
 pub use error::AppError;
-pub use relay_role::{run_relay, RelayOptions, RelaySample, RelaySummary};
+pub use roles::bridge::{run_bridge, BridgeOptions, BridgeSample, BridgeSampleCallback, BridgeSummary};
+pub use roles::decoder::{run_decoder, DecodeOptions, DecodeSample, DecodeSampleCallback, DecodeSummary};
+pub use roles::encoder::{run_encoder, select_encoder, EncoderCommand, RunOptions, SampleCallback};
+pub use roles::peer::{PeerFeed, PeerLink, PEER_OUTPUT};
+pub use roles::relay::{run_relay, RelayOptions, RelaySample, RelaySummary};
 pub use sample::{LinkView, MediaSample};
 pub use stats::{EncoderStats, StatsSample, Summary};
 pub use telebridge_pairing::PeerRoute;

@@ -6,8 +6,8 @@
 use serde::Serialize;
 use telebridge_srt::{InputState, OutputState, OutputStatus, SrtStats};
 
-use crate::bridge_role::BridgeSample;
-use crate::decoder_role::DecodeSample;
+use crate::roles::bridge::BridgeSample;
+use crate::roles::decoder::DecodeSample;
 use crate::state::Links;
 use crate::stats::StatsSample;
 
@@ -162,7 +162,7 @@ impl MediaSample {
         match self {
             MediaSample::Encoder(s) => s.outputs.iter().find(|o| o.kind == "srt").map(|o| &o.srt),
             MediaSample::Bridge(b) => {
-                b.sending.outputs.iter().find(|o| o.name == crate::bridge_role::PEER_OUTPUT).map(|o| &o.srt)
+                b.sending.outputs.iter().find(|o| o.name == crate::roles::peer::PEER_OUTPUT).map(|o| &o.srt)
             }
             MediaSample::Decoder(s) => Some(&s.input.srt),
         }

@@ -81,7 +81,7 @@ fn parse(args: &RelayArgs) -> Option<(telebridge_config::SrtUrl, Outputs)> {
 
 fn run(args: &RelayArgs, input: telebridge_config::SrtUrl, outputs: Outputs, start_output: OutputStarter) -> ExitCode {
     let json = args.stats == Some(StatsFormat::Json);
-    let on_sample: Option<telebridge_appliance::relay_role::RelaySampleCallback> =
+    let on_sample: Option<telebridge_appliance::roles::relay::RelaySampleCallback> =
         if json { Some(Arc::new(print_json)) } else { None };
     let options = telebridge_appliance::RelayOptions {
         input,

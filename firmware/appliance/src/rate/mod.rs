@@ -6,7 +6,7 @@
 //! benchmark holds the baselines it is measured against. [`RateControl`] keeps one law per
 //! connection (a caller, each caller of a listener), takes the lowest rate any of them wants
 //! (one encoder feeds them all), and turns the stream rate into the encoder's video bitrate.
-//! The loop that samples libsrt and applies the result is in `encoder_role`.
+//! The loop that samples libsrt and applies the result is in `roles::encoder`.
 
 pub mod adaptive;
 mod cap;

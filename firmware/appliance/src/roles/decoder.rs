@@ -27,9 +27,9 @@ use telebridge_media::{EncoderPipeline, EncoderSettings, TsFanout};
 use telebridge_srt::{InputStatus, SrtInput, SrtOutput};
 use tracing::{info, warn};
 
+use super::decoder_stop::{retire, Retired};
 use crate::decoder_stats::RoundTrip;
 pub use crate::decoder_stats::{AvEvent, DecodeSample, DecodeSummary, DecoderStats, DisplayStats};
-use crate::decoder_stop::{retire, Retired};
 pub use crate::slate::{bridge_slate_text, slate_text, stream_problem, Arrived};
 use crate::AppError;
 
@@ -55,7 +55,7 @@ pub struct DecodeOptions {
     pub loop_to: Option<SrtUrl>,
     /// The bridge: the stream comes from the paired box on the connection `input` names, which
     /// the bridge's encoder holds, not from an SRT input of the decoder's own.
-    pub peer: Option<Arc<crate::bridge_role::PeerFeed>>,
+    pub peer: Option<Arc<super::peer::PeerFeed>>,
     /// The bridge: each timecode read goes here, for this box's encoder to return it.
     pub echo: Option<timecode::Echo>,
     /// The bridge: the paired box's name, for the slate.
@@ -106,7 +106,7 @@ fn start_loop(url: &SrtUrl) -> Result<Loop, AppError> {
 /// Where the stream comes from: the decoder's own SRT input, or the bridge's connection.
 enum Source {
     Srt(SrtInput),
-    Peer(Arc<crate::bridge_role::PeerFeed>),
+    Peer(Arc<super::peer::PeerFeed>),
 }
 
 impl Source {

@@ -48,7 +48,7 @@ pub struct RunOptions {
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// The bridge's connection to the paired box: an SRT output that also receives (its data
     /// goes to the link's feed).
-    pub peer: Option<crate::bridge_role::PeerLink>,
+    pub peer: Option<super::peer::PeerLink>,
     /// The bridge: the far box's timecode to burn back (see `telebridge_media::timecode::Echo`).
     pub echo: Option<telebridge_media::timecode::Echo>,
     /// Another rate law than the configuration's (the benchmark's baselines); with `None` an
@@ -270,7 +270,7 @@ pub async fn run_encoder(
                     }
                 }
                 Some(EncoderCommand::ToPeer(message)) => {
-                    match outputs.iter().find(|(n, _, _)| n == crate::bridge_role::PEER_OUTPUT) {
+                    match outputs.iter().find(|(n, _, _)| n == super::peer::PEER_OUTPUT) {
                         Some((_, out, _)) => out.send(&message),
                         None => warn!("a message for the paired box, but no connection to it"),
                     }

@@ -1,34 +1,17 @@
-//! The bridge role: this box encodes its input and sends it to the paired box, and decodes
-//! what the paired box sends to its own output, at the same time, over one SRT connection
-//! (both directions on one socket: one UDP port for a router to pass).
-//!
-//! ```text
-//! source ─ EncoderPipeline ─ TS fan-out ─┬─ SrtOutput (duplex) ══ one SRT connection ══ the peer
-//!                                        └─ other outputs           │ what the peer sends
-//!                                                                   ▼
-//!                          Display ◄─ DecodePipeline ◄─ PeerFeed (counts, records, hands on)
-//! ```
-//!
-//! The encoder role and the decoder role run as they are; the [`PeerFeed`] stands where the
-//! decoder's SRT input would, fed from the duplex output's socket.
+//! The paired box's side of the one SRT connection, as both roles see it: the [`PeerFeed`]
+//! where what it sends arrives (counted, recorded, handed to the decoder), and the [`PeerLink`]
+//! the encoder starts. A leaf: the bridge, encoder and decoder roles all use it, it uses none.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-use telebridge_config::{FileSpec, SrtMode, SrtUrl, ValidConfig};
+use telebridge_config::{FileSpec, SrtMode, SrtUrl};
 use telebridge_outputs::Recording;
 use telebridge_srt::input::TsConsumer;
 use telebridge_srt::ts_check::ContinuityCheck;
 use telebridge_srt::{InputState, InputStatus, OutputState, OutputStatus};
 use tokio::sync::watch;
-
-use crate::decoder_role::{DecodeOptions, DecodeSample};
-use crate::encoder_role::{EncoderCommand, RunOptions};
-use crate::stats::StatsSample;
-use crate::AppError;
 
 /// Data older than this no longer counts as arriving (as the decoder's input).
 const STALE: Duration = Duration::from_millis(500);
@@ -115,7 +98,7 @@ impl PeerFeed {
     }
 
     /// Closes the recording (its last segment is complete).
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         if let Some(r) = self.recording.lock().unwrap_or_else(|p| p.into_inner()).take() {
             r.stop();
         }
@@ -171,133 +154,8 @@ pub struct PeerLink {
     pub feed: Arc<PeerFeed>,
 }
 
-/// One second of the bridge: what it sends and what it receives.
-#[derive(Debug, Clone, Serialize)]
-pub struct BridgeSample {
-    /// The encoder, its outputs and the connection to the peer (output `peer`).
-    pub sending: StatsSample,
-    /// The decoder of what the peer sends (none before its first second).
-    pub receiving: Option<DecodeSample>,
-    /// The recording of what arrives, if asked for.
-    pub received_recording: Option<OutputStatus>,
-}
-
-/// The bridge's summary at exit.
-#[derive(Debug, Clone, Serialize)]
-pub struct BridgeSummary {
-    /// What it sent.
-    pub sending: crate::Summary,
-    /// What it received (the round trip among it).
-    pub receiving: crate::DecodeSummary,
-}
-
-/// Receives each one-second sample.
-pub type BridgeSampleCallback = Arc<dyn Fn(&BridgeSample) + Send + Sync>;
-
-/// How to run the bridge.
-pub struct BridgeOptions {
-    /// The ways to the peer, or why there are none ("not paired...").
-    pub link: Result<telebridge_pairing::PeerRoute, String>,
-    /// Where the paired box's control messages go.
-    pub on_control: Option<ControlCallback>,
-    /// Stop after this long.
-    pub duration: Option<Duration>,
-    /// Called with each one-second sample.
-    pub on_sample: Option<BridgeSampleCallback>,
-    /// Outputs added or removed while running.
-    pub commands: Option<tokio::sync::mpsc::Receiver<EncoderCommand>>,
-    /// The panel's preview of what this box sends.
-    pub preview: Option<telebridge_media::PreviewSlot>,
-    /// The panel's preview of what arrives from the paired box.
-    pub received_preview: Option<telebridge_media::PreviewSlot>,
-    /// The simulated HDMI cable.
-    pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
-}
-
-impl std::fmt::Debug for BridgeOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BridgeOptions").field("link", &self.link).finish_non_exhaustive()
-    }
-}
-
 /// The name of the connection to the peer among the encoder's outputs.
 pub const PEER_OUTPUT: &str = "peer";
-
-/// Runs the bridge until `duration` elapses, `shutdown` completes, or either half fails.
-pub async fn run_bridge(
-    config: ValidConfig,
-    options: BridgeOptions,
-    shutdown: impl Future<Output = ()>,
-) -> Result<BridgeSummary, AppError> {
-    let route = options.link.clone().map_err(|why| AppError::BadInput(format!("role bridge: {why}")))?;
-    let link = route.first.clone();
-    let feed = Arc::new(PeerFeed::new(&link, config.bridge.record.clone(), options.on_control.clone()));
-    let latest: Arc<Mutex<Option<DecodeSample>>> = Arc::default();
-    let echo = telebridge_media::timecode::Echo::default();
-    let decode = DecodeOptions {
-        name: config.name.clone(),
-        input: link.clone(),
-        sink: telebridge_media::display::SinkKind::from_config(&config.decoder_sink),
-        audio: config.audio_out.clone(),
-        duration: options.duration,
-        on_sample: Some({
-            let latest = latest.clone();
-            Arc::new(move |s: &DecodeSample| *latest.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.clone()))
-        }),
-        loop_to: None,
-        peer: Some(feed.clone()),
-        echo: Some(echo.clone()),
-        peer_name: Some(route.peer_name.clone().unwrap_or_else(|| "the other end".into())),
-        preview: options.received_preview.clone(),
-    };
-    let encode = RunOptions {
-        duration: options.duration,
-        on_sample: Some({
-            let (latest, feed, cb) = (latest.clone(), feed.clone(), options.on_sample.clone());
-            Arc::new(move |s: &StatsSample| {
-                if let Some(cb) = &cb {
-                    cb(&BridgeSample {
-                        sending: s.clone(),
-                        receiving: latest.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-                        received_recording: feed.recording_status(),
-                    });
-                }
-            })
-        }),
-        commands: options.commands,
-        preview: options.preview,
-        signal_gate: options.signal_gate,
-        peer: Some(PeerLink { name: PEER_OUTPUT.into(), url: link, then: route.then, feed: feed.clone() }),
-        echo: Some(echo),
-        rate_law: None,
-        rate_step: None,
-        rate_trace: None,
-    };
-    // Either half ending (on request or failing) ends the other.
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let stopped = |mut rx: watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
-    let encoder = async {
-        let r = crate::run_encoder(config.clone(), encode, stopped(stop_rx.clone())).await;
-        stop_tx.send_replace(true);
-        r
-    };
-    let decoder = async {
-        let r = crate::run_decoder(decode, stopped(stop_rx.clone())).await;
-        stop_tx.send_replace(true);
-        r
-    };
-    let outside = async {
-        tokio::select! {
-            () = shutdown => { stop_tx.send_replace(true); }
-            () = stopped(stop_rx.clone()) => {}
-        }
-    };
-    let (sent, received, ()) = tokio::join!(encoder, decoder, outside);
-    feed.stop();
-    Ok(BridgeSummary { sending: sent?, receiving: received? })
-}
 
 #[cfg(test)]
 mod tests {
