@@ -7,7 +7,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use libc::{c_int, sockaddr, sockaddr_in, sockaddr_in6, sockaddr_storage};
 use telebridge_config::{SrtMode, SrtUrl};
 
-use crate::socket::SrtError;
+use crate::error::SrtError;
 
 /// Converts an address for libsrt.
 pub(crate) fn to_raw(addr: &SocketAddr) -> (sockaddr_storage, c_int) {

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use telebridge_config::{SrtMode, SrtUrl};
 
+use crate::addr::{local_bind, resolve};
 use crate::reject::{rejected_since, RejectReason};
-use crate::socket::{local_bind, resolve, SockState, Socket};
+use crate::socket::{SockState, Socket};
 use crate::supervisor::Control;
 
 /// `host:port` of the peer (or `*:port` for a listener), for messages.

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use libc::c_int;
 
+use crate::error::{check, SrtError};
 use crate::ffi;
-use crate::socket::{check, startup, Socket, SrtError};
+use crate::socket::{startup, Socket};
 
 /// An epoll over libsrt sockets: one thread waits on all of them.
 #[derive(Debug)]

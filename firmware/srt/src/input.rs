@@ -12,11 +12,15 @@ use telebridge_config::{SrtMode, SrtUrl};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use crate::addr::local_bind;
 use crate::connect::{dial, peer_label};
+use crate::epoll::Epoll;
+use crate::error::SrtError;
 use crate::ffi::SRT_REJX_CONFLICT;
+use crate::listen_hook::{Admit, Listener};
 use crate::output::LISTEN_BACKLOG;
 use crate::reject::rejected_since;
-use crate::socket::{local_bind, Admit, Epoll, Listener, SockState, Socket, SrtError};
+use crate::socket::{SockState, Socket};
 use crate::supervisor::{Attempt, Control, Job, Supervisor};
 use crate::ts_check::ContinuityCheck;
 use crate::{Backoff, SrtStats};
@@ -207,13 +211,16 @@ impl Worker {
         let setup = || -> Result<Listener, SrtError> {
             let sock = Socket::new()?;
             sock.configure(&self.url)?;
-            let sock = sock.with_listen_hook(Arc::new(move |_: &str, _| {
-                if slot.lock().unwrap_or_else(|p| p.into_inner()).admits(Instant::now()) {
-                    Admit::Accept(None)
-                } else {
-                    Admit::Reject(SRT_REJX_CONFLICT)
-                }
-            }))?;
+            let sock = Listener::new(
+                sock,
+                Arc::new(move |_: &str, _| {
+                    if slot.lock().unwrap_or_else(|p| p.into_inner()).admits(Instant::now()) {
+                        Admit::Accept(None)
+                    } else {
+                        Admit::Reject(SRT_REJX_CONFLICT)
+                    }
+                }),
+            )?;
             let addr = local_bind(&self.url, None)?.ok_or_else(|| SrtError { code: -1, text: "no port".into() })?;
             sock.bind_listener(&addr)?;
             sock.listen(LISTEN_BACKLOG)?;

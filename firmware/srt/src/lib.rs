@@ -7,6 +7,7 @@ pub mod addr;
 pub mod backoff;
 pub mod connect;
 pub mod epoll;
+pub mod error;
 pub(crate) mod ffi;
 pub mod input;
 pub mod latency;

@@ -1,6 +1,6 @@
 //! The listen hook: a Rust closure libsrt asks about each caller before the handshake completes,
 //! with the stream id the caller sent. It admits the caller (optionally with that stream's own
-//! passphrase) or refuses it with a code the caller receives; [`reject_words`] words the codes.
+//! passphrase) or refuses it with a code the caller receives; [`crate::reject::reject_words`] words the codes.
 #![allow(unsafe_code)]
 
 use std::ffi::CStr;
@@ -39,15 +39,17 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// `socket` (not yet bound) with `hook` installed as its admission check.
-    pub(crate) fn new(socket: Socket, hook: Arc<ListenHook>) -> Result<Self, crate::socket::SrtError> {
+    /// `socket` (not yet bound) made a listener with `hook` as its admission check: it runs for
+    /// every caller before the handshake completes, may set the new socket's passphrase, or
+    /// refuse it with a code.
+    pub fn new(socket: Socket, hook: Arc<ListenHook>) -> Result<Self, crate::error::SrtError> {
         let hook = HookBox(Box::into_raw(Box::new(hook)));
         // SAFETY: the pointer stays valid until `hook` is dropped, which the field order puts
         // after `socket`'s close (see the type's words).
         let rc = unsafe { ffi::srt_listen_callback(socket.id(), listen_trampoline, hook.0.cast::<c_void>()) };
         if rc == ffi::SRT_ERROR {
             // `hook` frees the box when it goes: libsrt did not take the pointer.
-            return Err(crate::socket::SrtError::last());
+            return Err(crate::error::SrtError::last());
         }
         Ok(Self { socket, _hook: hook })
     }
@@ -119,27 +121,6 @@ pub(crate) unsafe extern "C" fn listen_trampoline(
     }
 }
 
-/// libsrt's words for a reject code.
-pub fn reject_words(code: i32) -> String {
-    match code {
-        ffi::SRT_REJX_BAD_REQUEST => "the listener does not know this stream id".into(),
-        ffi::SRT_REJX_UNAUTHORIZED => "the listener refused the credentials".into(),
-        ffi::SRT_REJX_OVERLOAD => "the listener is full".into(),
-        ffi::SRT_REJX_NOTFOUND => "no such stream at the listener".into(),
-        ffi::SRT_REJX_CONFLICT => "the listener's stream is taken (another sender is connected)".into(),
-        c => {
-            // SAFETY: libsrt returns a static string for any id (a generic one when unknown).
-            let s = unsafe { ffi::srt_rejectreason_str(c) };
-            if s.is_null() {
-                format!("code {c}")
-            } else {
-                // SAFETY: NUL-terminated static string.
-                unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -166,12 +147,14 @@ mod tests {
         let id = socket.id();
         let seen = Arc::new(Mutex::new(None));
         let witness = Witness { id, seen: seen.clone() };
-        let listener = socket
-            .with_listen_hook(Arc::new(move |_: &str, _| {
+        let listener = Listener::new(
+            socket,
+            Arc::new(move |_: &str, _| {
                 let _ = &witness;
                 Admit::Accept(None)
-            }))
-            .expect("hook");
+            }),
+        )
+        .expect("hook");
         listener.bind_listener(&"127.0.0.1:0".parse().unwrap()).expect("bind");
         listener.listen(4).expect("listen");
         assert!(!listener.hook_ptr().is_null());

@@ -2,7 +2,10 @@
 //! only from libsrt's log ("Incorrect passphrase"), which this module reads so the status can
 //! say why in words.
 
+use std::ffi::CStr;
 use std::sync::{Mutex, OnceLock};
+
+use crate::ffi;
 use std::time::Instant;
 
 /// A reason libsrt gave for refusing a handshake.
@@ -42,7 +45,7 @@ impl RejectReason {
             10 => Some(RejectReason::BadPassphrase),
             11 => Some(RejectReason::EncryptionMismatch),
             5 => Some(RejectReason::Backlog),
-            c => Some(RejectReason::Other(crate::socket::reject_words(c))),
+            c => Some(RejectReason::Other(reject_words(c))),
         }
     }
 }
@@ -184,6 +187,28 @@ unsafe extern "C" fn libsrt_log(
     }
     if level <= 3 {
         tracing::debug!(target: "libsrt", "{}", text.trim_end());
+    }
+}
+
+/// libsrt's words for a reject code.
+#[allow(unsafe_code)]
+pub fn reject_words(code: i32) -> String {
+    match code {
+        ffi::SRT_REJX_BAD_REQUEST => "the listener does not know this stream id".into(),
+        ffi::SRT_REJX_UNAUTHORIZED => "the listener refused the credentials".into(),
+        ffi::SRT_REJX_OVERLOAD => "the listener is full".into(),
+        ffi::SRT_REJX_NOTFOUND => "no such stream at the listener".into(),
+        ffi::SRT_REJX_CONFLICT => "the listener's stream is taken (another sender is connected)".into(),
+        c => {
+            // SAFETY: libsrt returns a static string for any id (a generic one when unknown).
+            let s = unsafe { ffi::srt_rejectreason_str(c) };
+            if s.is_null() {
+                format!("code {c}")
+            } else {
+                // SAFETY: NUL-terminated static string.
+                unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+            }
+        }
     }
 }
 

@@ -1,80 +1,23 @@
 //! A safe layer over [`crate::ffi`]: one [`Socket`] per libsrt socket (closed when dropped), the
 //! options an [`SrtUrl`] asks for, statistics, sending and receiving. Addresses are in
-//! [`crate::addr`], waiting on many sockets in [`crate::epoll`], the listen hook in
-//! [`crate::listen_hook`] (re-exported here).
+//! [`crate::addr`], waiting on many sockets in [`crate::epoll`], a listener with its admission
+//! check in [`crate::listen_hook`], libsrt's errors in [`crate::error`].
 //!
 //! libsrt's calls are thread-safe on a socket id, so a connection can be sent to from the
 //! encoder's thread while the output's own thread reads its statistics; a closed id just
 //! answers "invalid socket".
 #![allow(unsafe_code)]
 
-use std::ffi::CStr;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use libc::{c_char, c_int, c_void, sockaddr_storage};
 use telebridge_config::{SrtMode, SrtUrl};
 
 use crate::addr::{from_raw, to_raw};
-pub use crate::addr::{local_bind, resolve};
-pub use crate::epoll::{Epoll, Ready};
-pub use crate::listen_hook::{reject_words, Admit, ListenHook, Listener};
-
+use crate::error::check;
+pub use crate::error::SrtError;
 use crate::ffi;
-
-/// What libsrt said went wrong: its error code and its words.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{text}")]
-pub struct SrtError {
-    /// libsrt's `SRT_ERRNO`.
-    pub code: i32,
-    /// libsrt's message, or ours when the call never reached libsrt.
-    pub text: String,
-}
-
-impl SrtError {
-    pub(crate) fn last() -> Self {
-        // SAFETY: both read libsrt's thread-local last error; the string is libsrt's own,
-        // valid until the next call on this thread, copied at once.
-        unsafe {
-            let code = ffi::srt_getlasterror(std::ptr::null_mut());
-            let text = CStr::from_ptr(ffi::srt_getlasterror_str()).to_string_lossy().into_owned();
-            ffi::srt_clearlasterror();
-            Self { code, text }
-        }
-    }
-
-    /// Whether the last call on this thread only had to wait (nothing to read, no room to
-    /// write). Checked before [`SrtError::last`], whose words libsrt formats on every call:
-    /// too dear for the path every packet takes.
-    fn last_would_block() -> bool {
-        // SAFETY: reads libsrt's thread-local error code.
-        let code = unsafe { ffi::srt_getlasterror(std::ptr::null_mut()) };
-        let wait = code == ffi::SRT_EASYNCSND || code == ffi::SRT_EASYNCRCV || code == ffi::SRT_ETIMEOUT;
-        if wait {
-            // SAFETY: plain call.
-            unsafe { ffi::srt_clearlasterror() };
-        }
-        wait
-    }
-
-    pub(crate) fn ours(text: impl Into<String>) -> Self {
-        Self { code: -1, text: text.into() }
-    }
-
-    /// A non-blocking call that would have had to wait.
-    pub fn would_block(&self) -> bool {
-        self.code == ffi::SRT_EASYNCSND || self.code == ffi::SRT_EASYNCRCV || self.code == ffi::SRT_ETIMEOUT
-    }
-}
-
-pub(crate) fn check(rc: c_int) -> Result<c_int, SrtError> {
-    if rc == ffi::SRT_ERROR {
-        Err(SrtError::last())
-    } else {
-        Ok(rc)
-    }
-}
 
 /// Starts libsrt once per process and routes its log through [`crate::reject`].
 pub fn startup() {
@@ -380,13 +323,6 @@ impl Socket {
         // SAFETY: `perf` is a correctly laid out SRT_TRACEBSTATS (checked in ffi's tests).
         let rc = unsafe { ffi::srt_bistats(self.id, &mut perf, 0, 1) };
         (rc == 0).then_some(perf)
-    }
-
-    /// Makes this socket a listener with `hook` as its admission check: it runs for every
-    /// caller before the handshake completes, may set the new socket's passphrase, or refuse it
-    /// with a code. The socket and its hook live and die together in the [`Listener`].
-    pub fn with_listen_hook(self, hook: Arc<ListenHook>) -> Result<Listener, SrtError> {
-        Listener::new(self, hook)
     }
 }
 

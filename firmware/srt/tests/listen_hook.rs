@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use telebridge_config::SrtUrl;
-use telebridge_srt::socket::{Admit, Socket};
+use telebridge_srt::listen_hook::{Admit, Listener};
+use telebridge_srt::socket::Socket;
 use telebridge_srt::{InputState, OutputState, SrtInput, SrtOutput};
 
 fn free_udp_port() -> u16 {
@@ -39,14 +40,15 @@ fn caller(port: u16, query: &str) -> SrtOutput {
 #[test]
 fn streams_on_one_port_each_with_its_passphrase_and_unknown_ones_refused_in_words() {
     let port = free_udp_port();
-    let listener = Socket::new()
-        .expect("socket")
-        .with_listen_hook(Arc::new(|stream: &str, _| match stream {
+    let listener = Listener::new(
+        Socket::new().expect("socket"),
+        Arc::new(|stream: &str, _| match stream {
             "studio-a" => Admit::Accept(Some("passphrase-of-a".into())),
             "studio-b" => Admit::Accept(Some("passphrase-of-b".into())),
             _ => Admit::Reject(1404),
-        }))
-        .expect("hook");
+        }),
+    )
+    .expect("hook");
     listener.bind_listener(&format!("127.0.0.1:{port}").parse().expect("addr")).expect("bind");
     listener.listen(16).expect("listen");
 
@@ -145,16 +147,17 @@ fn handshakes_flood_listeners_that_open_and_close() {
     while started.elapsed() < Duration::from_secs(3) {
         let marker = vec![0x5au8; 4096];
         let (calls, corrupt) = (calls.clone(), corrupt.clone());
-        let listener = Socket::new()
-            .expect("socket")
-            .with_listen_hook(Arc::new(move |_: &str, _| {
+        let listener = Listener::new(
+            Socket::new().expect("socket"),
+            Arc::new(move |_: &str, _| {
                 calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if marker.iter().any(|b| *b != 0x5a) {
                     corrupt.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 Admit::Reject(1403)
-            }))
-            .expect("hook");
+            }),
+        )
+        .expect("hook");
         if listener.bind_listener(&addr).is_ok() && listener.listen(16).is_ok() {
             std::thread::sleep(Duration::from_millis(5));
         }

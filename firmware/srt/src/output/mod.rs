@@ -80,7 +80,7 @@ pub enum Pacing {
 }
 
 impl Pacing {
-    fn apply(self, socket: &Socket) -> Result<(), crate::socket::SrtError> {
+    fn apply(self, socket: &Socket) -> Result<(), crate::error::SrtError> {
         match self {
             Pacing::ByInput { min_bytes_per_s } => socket.pace_by_input(min_bytes_per_s, PACING_OVERHEAD_PCT),
             Pacing::AtMost { bytes_per_s } => socket.pace_at_most(bytes_per_s),

@@ -10,10 +10,14 @@ use telebridge_config::SrtMode;
 use tracing::{info, warn};
 
 use super::{Conn, OutputState, Worker, LISTEN_BACKLOG};
+use crate::addr::local_bind;
 use crate::connect::{dial, peer_label};
+use crate::epoll::{Epoll, Ready};
+use crate::error::SrtError;
+use crate::listen_hook::{Admit, Listener};
 use crate::peer::{ack_timeout, Peer, PeerWatch};
 use crate::reject::rejected_since;
-use crate::socket::{local_bind, Admit, Epoll, Listener, Ready, SockState, Socket, SrtError};
+use crate::socket::{SockState, Socket};
 use crate::supervisor::Control;
 use crate::SrtStats;
 
@@ -63,7 +67,7 @@ impl Worker {
                 // Accepted sockets take the listener's options.
                 sock.set_send_only()?;
             }
-            let sock = sock.with_listen_hook(Arc::new(|_: &str, _| Admit::Accept(None)))?;
+            let sock = Listener::new(sock, Arc::new(|_: &str, _| Admit::Accept(None)))?;
             let addr = local_bind(&self.url, None)?.ok_or_else(|| SrtError { code: -1, text: "no port".into() })?;
             sock.bind_listener(&addr)?;
             sock.listen(LISTEN_BACKLOG)?;
