@@ -35,16 +35,22 @@
 //!    ([`super::dips::DIP_HEADROOM`]);
 //! 4. otherwise it holds.
 //!
+//! The step runs in phases: [`reading`] measures, then each rule above in its own function
+//! decides or passes on (`follow_drop`, `overload`, `queueing`, `rise_or_hold`).
+//!
 //! Unlike a rule that drops to the floor when the round trip passes a share of the latency, a
 //! cut lands under what the link still carries; unlike a rule on the round trip alone, loss
 //! without a queue (a radio link's) does not lower the rate: SRT's retransmissions repair it.
 
 use std::time::Duration;
 
+mod reading;
+
 use super::cap::{DropCap, Owed};
 use super::dips::Dips;
 use super::tally::{BaseRtt, PacketSize, Proven, Tally};
 use super::{Bounds, LinkSample, RateDecision, RateLaw, Why, START_RISE, START_RISE_EVERY, STEP};
+use reading::Reading;
 
 /// What the link delivered is counted over the last round trip, at least this long (an ACK
 /// that a growing queue holds back for a moment is not a slower link) ...
@@ -209,115 +215,25 @@ impl RateLaw for Adaptive {
         if dt <= 0.0 {
             return RateDecision { stream_kbps: self.rate, why: Why::Holding { link_kbps: 0.0 }, send_cap_kbps: None };
         }
-        // What left the send buffer acknowledged since the last sample.
-        let first_sends = (s.packets_sent - s.packets_retransmitted) - (p.packets_sent - p.packets_retransmitted);
-        // (Packets sent for the first time, less the growth of those in flight: the cumulative
-        // ACK's advance. Not the send buffer's growth: it also holds packets not sent yet, which
-        // a send cap keeps there.)
-        let acked = first_sends - (s.flight_packets - p.flight_packets) - (s.packets_dropped - p.packets_dropped);
-        // Packets count in kbit by what they carried lately (no bytes in older traces: 1316).
-        self.packet.note(first_sends, (s.bytes_sent - s.bytes_retransmitted) - (p.bytes_sent - p.bytes_retransmitted));
-        let kbit_per_packet = self.packet.kbit();
-        self.acked_total += acked.max(0);
-        // No ACK at all in this step or the last, and nothing sent again: the ACKs stalled (the
-        // receiver or the way back held them: 400 ms without one on a free 5 Mbit/s link, then
-        // all at once, on this 2-core machine); a link that carries less still acknowledges
-        // what it carries.
-        let stalled = acked.min(std::mem::replace(&mut self.acked_before, acked)) <= 0;
-        self.sends_total += first_sends.max(0);
-        self.sends.record(now, self.sends_total);
-        self.made.record(now, self.sends_total + (s.send_buffer_packets - s.flight_packets).max(0));
-        self.resends.record(now, s.packets_retransmitted);
-        self.losses.record(now, s.packets_lost);
-        self.acked.record(now, self.acked_total);
-        self.owed.reported(now, s, kbit_per_packet);
-        // In a drop, what the encoder makes once it followed the cut (its frames in the making
-        // still come at the old rate for a moment): the cap must not hold that back.
-        self.made_kbps = self
-            .episode_kbps
-            .and_then(|_| self.made.since(self.episode_start + ENCODER_FOLLOWS, 0.2))
-            .map(|r| r * kbit_per_packet);
-        // The link's rate over the last 100 ms: before any loss at the bottleneck, the ACKs come
-        // as the bottleneck lets packets through, so right after a capacity drop this is the new
-        // capacity within a few percent (the rate traces: 1.9-2.5 Mbit/s on a 2 Mbit/s link),
-        // where a round trip's or a second's window still holds the old rate. And what was sent
-        // for the first time over the same 100 ms.
-        let kbps = |packets_per_s: f64| packets_per_s * kbit_per_packet;
-        let recent = self.acked.over_at_least(RECENT, dt).map(kbps);
-        let recent_sends = self.sends.over_at_least(RECENT, dt).map(kbps);
-        // Packets reported lost or sent again over the last 100 ms, beyond what random loss
-        // makes (a packet now and then): the bottleneck is dropping at its tail, the link carries
-        // less than is sent. The receiver's reports come first: libsrt holds resends back while
-        // new packets wait (a fade went unread for 700 ms in a rate trace, its ACKs stalled and
-        // no resend went out), then resends more than the link carries (1.3-4.2 Mbit/s into a
-        // 4G fade of 0.85).
-        let per_s = |t: &Tally| t.over_at_least(RECENT, dt).map_or(0.0, kbps);
-        let heavy = (HEAVY_LOSSES * kbit_per_packet / 0.1).max(recent_sends.unwrap_or(0.0) * HEAVY_LOSS_SHARE);
-        let heavy_losses = per_s(&self.resends).max(per_s(&self.losses)) > heavy;
-        // The link's rate over the last round trip (at least DELIVERED_MIN_WINDOW).
-        let window =
-            Duration::from_secs_f64(s.rtt_ms.max(0.0) / 1000.0).clamp(DELIVERED_MIN_WINDOW, DELIVERED_MAX_WINDOW);
-        let delivered = self.acked.over_within(window, dt).map_or(0.0, kbps);
-        // What a cut aims under: the last round trip's rate, but within half and all of the last
-        // second's. Packets lost in a drop hold the cumulative ACK back until they are sent again,
-        // so for a round trip the link looks slower than it is (a cut to that would go too deep);
-        // a second's rate still holds what came before a capacity drop (a cut to that alone would
-        // take many steps). So each cut at most halves the rate, and follows a real drop in two.
-        let second = self.acked.over_all(dt).map_or(delivered, kbps);
-        let carried = delivered.clamp(second / 2.0, second.max(f64::MIN_POSITIVE));
-        // In the first second of a connection what was acknowledged says little (the first
-        // keyframe, the first ACKs): cuts are then by the rate alone.
-        let known = now.saturating_sub(self.first) >= DELIVERED_MAX_WINDOW;
-        self.proven.note(now, delivered);
-        self.base.note(s.rtt_ms, now);
-
-        let latency = if s.latency_ms > 0.0 { s.latency_ms } else { 120.0 };
-        let base = self.base.lowest().min(s.rtt_ms);
-        let queue = (s.rtt_ms - base).max(0.0);
-        // The backlog: how long what waits in the send buffer takes to leave at the link's rate,
-        // beyond the round trip it always holds and the ACK period. Counted in packets, not by
-        // the buffer's time span: one lost packet waiting for its resend stretches the span, not
-        // the backlog.
-        // (At the rate sent when that is higher: the link's is not known yet at the start, and
-        // a backlog that matters shows at either.)
-        let drain_ms = s.send_buffer_packets.max(0) as f64 * kbit_per_packet * 1000.0 / second.max(self.rate).max(1.0);
-        let backlog = (drain_ms - s.rtt_ms - 50.0).max(0.0);
-        let dropped = s.packets_dropped > p.packets_dropped;
-        // Jitter explains some queue; a queue that grows is no jitter, so the variation is
-        // learnt only while nothing queues (and never hides more than a sixth of the latency).
-        let queue_limit = 20f64.max((4.0 * self.rtt_var).min(latency / 6.0)).max(0.2 * base);
-        if queue <= queue_limit {
-            self.rtt_var = 0.75 * self.rtt_var + 0.25 * (s.rtt_ms - p.rtt_ms).abs();
+        let r = self.measure(s, &p, dt, now);
+        if let Some(d) = self.follow_drop(&r, now) {
+            return d;
         }
-        // A keyframe paced out waits in the send buffer for a moment: a backlog under a quarter
-        // of the latency arrives in time.
-        let backlog_limit = 100f64.max(latency / 4.0);
-        // (A link whose own round trip is that long is no overload: a lower rate would not
-        // shorten it. SRT's default 120 ms over a 45 ms link held the rate at the floor.)
-        let long_queue = s.rtt_ms >= latency / 3.0 && base < latency / 3.0;
-        let since_cut = self.last_cut.map(|t| now.saturating_sub(t));
-        let round_trip = Duration::from_secs_f64(s.rtt_ms.max(1.0) / 1000.0);
+        self.draining = self.episode_kbps.is_some() && r.queue.max(r.flight_queue) > r.queue_limit;
+        self.overload(&r, now).or_else(|| self.queueing(&r, now)).unwrap_or_else(|| self.rise_or_hold(&r, now))
+    }
+}
 
-        // Packets in flight beyond the round trip and a frame's burst, as time at the rate: the
-        // first sign of a queue (libsrt's round trip is smoothed and comes a step or two later).
-        // (At what is being sent, when under the rate: an encoder that makes less than its rate
-        // puts fewer packets in flight, and the same flight is then a longer queue.)
-        let sending = recent_sends.unwrap_or(self.rate).min(self.rate).max(1.0);
-        let flight_ms = s.flight_packets.max(0) as f64 * kbit_per_packet / sending * 1000.0;
-        let flight_queue = (flight_ms - s.rtt_ms - FLIGHT_SLACK_MS).max(0.0);
-        let pressed = flight_queue > queue_limit
-            || dropped
-            || heavy_losses
-            || long_queue
-            || backlog > latency / 2.0
-            || queue > queue_limit
-            || backlog > backlog_limit;
-        if !pressed {
+impl Adaptive {
+    /// Rule 0: reads a capacity drop (twice in a row) and cuts under it at once; in one, follows
+    /// its first steps and ends it when the queue and the backlog are gone.
+    fn follow_drop(&mut self, r: &Reading, now: Duration) -> Option<RateDecision> {
+        if !r.pressed {
             self.low_before = false;
         }
         self.provisional_kbps = None;
         // The drop is over when the queue on the way and what the cap held back at home are gone.
-        if queue < queue_limit / 2.0 && flight_queue < queue_limit / 2.0 && backlog < backlog_limit / 2.0 {
+        if r.queue < r.queue_limit / 2.0 && r.flight_queue < r.queue_limit / 2.0 && r.backlog < r.backlog_limit / 2.0 {
             self.episode_kbps = None;
         } else if let Some(e) = self.episode_kbps {
             // In the first steps, one that overlapped the drop read high: lower (not by an ACK
@@ -326,21 +242,22 @@ impl RateLaw for Adaptive {
             // 1.8 Mbit/s link as 0.88 and paced it at 0.76; and not later, when the cap itself
             // sets what is acknowledged).
             let early = now.saturating_sub(self.episode_start) <= 3 * STEP;
-            if let Some(r) = recent.filter(|&r| early && !stalled && r < e && r >= e * 0.5) {
-                self.episode_kbps = Some(r.max(self.bounds.least_kbps));
+            if let Some(x) = r.recent.filter(|&x| early && !r.stalled && x < e && x >= e * 0.5) {
+                self.episode_kbps = Some(x.max(self.bounds.least_kbps));
             }
             self.low_before = false;
-        } else if let (true, Some(recent), Some(recent_sends)) = (pressed && known, recent, recent_sends) {
+        } else if let (true, Some(recent), Some(recent_sends)) = (r.pressed && r.known, r.recent, r.recent_sends) {
             // Only a link that carries well under the rate and what was sent is a drop (a queue
             // a rise found is met by the usual cuts), read twice in a row (a keyframe's burst or
             // ACKs a moment late read low once); ACKs that stalled behind the drop's losses say
             // nothing of the link's rate: then what the last round trip carried.
-            let link = if stalled { carried } else { recent.min(carried) }.max(self.bounds.least_kbps);
+            let link = if r.stalled { r.carried } else { recent.min(r.carried) }.max(self.bounds.least_kbps);
             // Not from ACKs that stalled (a lost packet holds the cumulative ACK back until its
             // resend arrives: a false drop on a free 5 Mbit/s link in a rate trace), unless
             // losses are many (the drop's). A resend alone is no reason to wait: on a 4G link
             // one goes out every few hundred ms, and waiting held a fade unread for 700 ms.
-            let low = link < self.rate * DROP_SHARE && link < recent_sends * DROP_SHARE && (!stalled || heavy_losses);
+            let low =
+                link < self.rate * DROP_SHARE && link < recent_sends * DROP_SHARE && (!r.stalled || r.heavy_losses);
             let confirmed = low && self.low_before;
             self.low_before = low;
             // (Held at home for a step, what a false reading holds back leaves at the next; the
@@ -353,81 +270,99 @@ impl RateLaw for Adaptive {
                 self.episode_start = now;
                 self.draining = true;
                 self.last_cut = Some(now);
-                self.pressure_at_cut = queue.max(backlog).max(flight_queue);
+                self.pressure_at_cut = r.queue.max(r.backlog).max(r.flight_queue);
                 self.ceiling = Some(link);
                 let why = Why::Queueing { link_kbps: link, queue_ms: self.pressure_at_cut };
                 let d = self.decide((self.rate * 0.92).min(link * EPISODE_CUT), why);
                 self.dips.deep_cut(now, self.dip_rate());
-                return d;
+                return Some(d);
             }
         }
-        self.draining = self.episode_kbps.is_some() && queue.max(flight_queue) > queue_limit;
-        let episode_bound = self.episode_kbps.map_or(f64::INFINITY, |e| e * EPISODE_CUT);
-        // (In a drop the link's rate is known: later cuts for the queue it left stay over half.)
-        let episode_floor = self.episode_kbps.map_or(0.0, |e| e * 0.5);
+        None
+    }
 
-        // What a cut is to relieve; after a cut, a pressure that falls means the cut works (the
-        // queue drains, the packets lost in the drop are being sent again): no further cut then.
-        let pressure = queue.max(backlog);
-        // (Within 2 s of the cut: later pressure is news.)
-        let relieved = since_cut.is_some_and(|t| t < Duration::from_secs(2)) && pressure < self.pressure_at_cut * 0.9;
-        // Overload: what is queued now arrives near its play time; the queue must drain at once,
-        // so the cut goes to 80 % of the last round trip's rate. (In a drop, what waits at home
-        // is the cap's doing and leaves at the link's rate: it calls for no cut of its own.)
-        let home = if self.episode_kbps.is_some() { 0.0 } else { backlog };
+    /// After a cut, a pressure that falls means the cut works (the queue drains, the packets
+    /// lost in the drop are being sent again): no further cut then (within 2 s of the cut:
+    /// later pressure is news).
+    fn relieved(&self, r: &Reading) -> bool {
+        r.since_cut.is_some_and(|t| t < Duration::from_secs(2)) && r.queue.max(r.backlog) < self.pressure_at_cut * 0.9
+    }
+
+    /// Rule 1: what is queued now arrives near its play time, so the queue must drain at once:
+    /// the cut goes to 80 % of the last round trip's rate. `None` when there is no overload.
+    fn overload(&mut self, r: &Reading, now: Duration) -> Option<RateDecision> {
+        // (In a drop, what waits at home is the cap's doing and leaves at the link's rate: it
+        // calls for no cut of its own.)
+        let home = if self.episode_kbps.is_some() { 0.0 } else { r.backlog };
         // (Or, outside a drop, packets in flight a third of the latency over the round trip:
         // ACKs stalled behind a fade's tail drops freeze the round trip and delay the losses'
         // reports; a fade from 3.6 to 1.4 Mbit/s went unread so for 700 ms in a rate trace.)
-        let flight_over = self.episode_kbps.is_none() && flight_queue >= latency / 3.0;
-        if dropped || long_queue || home > latency / 2.0 || flight_over {
-            let due = since_cut.is_none_or(|t| t >= round_trip.max(Duration::from_millis(250)));
-            if due && !relieved {
-                self.last_cut = Some(now);
-                self.pressure_at_cut = pressure;
-                self.ceiling = Some(carried);
-                // (At most halved by one cut: the next round trip's can go on. In a drop, over
-                // half the link's rate read then, unless packets are being given up: the link
-                // fell further, as a 4G fade does within one, from 2.8 to 0.5 Mbit/s.)
-                let floor = if dropped { 0.0 } else { episode_floor.min(self.rate) };
-                let rate = if known {
-                    (self.rate * 0.7).min(delivered * 0.8).max(self.rate * 0.5).min(episode_bound).max(floor)
-                } else {
-                    self.rate * 0.7
-                };
-                // The send cap of a drop follows the cut: resends and all at the old link's
-                // rate would keep the new one's queue full.
-                if dropped {
-                    let cut = rate.clamp(self.floor(), self.bounds.max_kbps);
-                    self.episode_kbps = self.episode_kbps.map(|e| e.min(cut / EPISODE_CUT));
-                }
-                let d = self.decide(rate, Why::Overload { link_kbps: delivered, send_buffer_ms: s.send_buffer_ms });
-                self.dips.deep_cut(now, self.dip_rate());
-                return d;
-            }
-            return self.decide(self.rate, Why::Holding { link_kbps: carried });
+        let flight_over = self.episode_kbps.is_none() && r.flight_queue >= r.latency / 3.0;
+        if !(r.dropped || r.long_queue || home > r.latency / 2.0 || flight_over) {
+            return None;
         }
-        if queue > queue_limit || home > backlog_limit {
-            // Already under what the link carries: the queue is draining (resends first); a
-            // further cut would only overshoot.
-            // (And ACKs that stalled with nothing lost swell the backlog and shrink what the
-            // link seems to carry: unless the round trip shows a queue, that waits.)
-            let unseen = stalled && !heavy_losses && queue <= queue_limit;
-            let draining = relieved || (known && self.rate <= carried * 0.9) || unseen;
-            if !draining && since_cut.is_none_or(|t| t >= round_trip + Duration::from_millis(100)) {
-                self.last_cut = Some(now);
-                self.pressure_at_cut = pressure;
-                self.ceiling = Some(carried);
-                let rate =
-                    if known { (self.rate * 0.92).min(carried * 0.9).min(episode_bound) } else { self.rate * 0.92 };
-                let from = self.rate;
-                let d = self.decide(rate, Why::Queueing { link_kbps: carried, queue_ms: pressure });
-                self.dips.cut(now, from, self.dip_rate());
-                return d;
-            }
-            return self.decide(self.rate, Why::Holding { link_kbps: carried });
+        let due = r.since_cut.is_none_or(|t| t >= r.round_trip.max(Duration::from_millis(250)));
+        if !due || self.relieved(r) {
+            return Some(self.decide(self.rate, Why::Holding { link_kbps: r.carried }));
         }
-        let calm = queue < queue_limit / 2.0 && backlog < backlog_limit / 2.0;
-        let rested = since_cut.is_none_or(|t| t >= Duration::from_secs(1));
+        self.last_cut = Some(now);
+        self.pressure_at_cut = r.queue.max(r.backlog);
+        self.ceiling = Some(r.carried);
+        // (At most halved by one cut: the next round trip's can go on. In a drop, over half the
+        // link's rate read then, unless packets are being given up: the link fell further, as a
+        // 4G fade does within one, from 2.8 to 0.5 Mbit/s.)
+        let episode_bound = self.episode_kbps.map_or(f64::INFINITY, |e| e * EPISODE_CUT);
+        let episode_floor = self.episode_kbps.map_or(0.0, |e| e * 0.5);
+        let floor = if r.dropped { 0.0 } else { episode_floor.min(self.rate) };
+        let rate = if r.known {
+            (self.rate * 0.7).min(r.delivered * 0.8).max(self.rate * 0.5).min(episode_bound).max(floor)
+        } else {
+            self.rate * 0.7
+        };
+        // The send cap of a drop follows the cut: resends and all at the old link's rate would
+        // keep the new one's queue full.
+        if r.dropped {
+            let cut = rate.clamp(self.floor(), self.bounds.max_kbps);
+            self.episode_kbps = self.episode_kbps.map(|e| e.min(cut / EPISODE_CUT));
+        }
+        let d = self.decide(rate, Why::Overload { link_kbps: r.delivered, send_buffer_ms: r.send_buffer_ms });
+        self.dips.deep_cut(now, self.dip_rate());
+        Some(d)
+    }
+
+    /// Rule 2: a queue above what jitter explains, or a backlog: 90 % of what the link carried.
+    /// `None` when nothing queues.
+    fn queueing(&mut self, r: &Reading, now: Duration) -> Option<RateDecision> {
+        let home = if self.episode_kbps.is_some() { 0.0 } else { r.backlog };
+        if !(r.queue > r.queue_limit || home > r.backlog_limit) {
+            return None;
+        }
+        // Already under what the link carries: the queue is draining (resends first); a further
+        // cut would only overshoot. (And ACKs that stalled with nothing lost swell the backlog
+        // and shrink what the link seems to carry: unless the round trip shows a queue, that
+        // waits.)
+        let unseen = r.stalled && !r.heavy_losses && r.queue <= r.queue_limit;
+        let draining = self.relieved(r) || (r.known && self.rate <= r.carried * 0.9) || unseen;
+        if draining || r.since_cut.is_some_and(|t| t < r.round_trip + Duration::from_millis(100)) {
+            return Some(self.decide(self.rate, Why::Holding { link_kbps: r.carried }));
+        }
+        let pressure = r.queue.max(r.backlog);
+        self.last_cut = Some(now);
+        self.pressure_at_cut = pressure;
+        self.ceiling = Some(r.carried);
+        let episode_bound = self.episode_kbps.map_or(f64::INFINITY, |e| e * EPISODE_CUT);
+        let rate = if r.known { (self.rate * 0.92).min(r.carried * 0.9).min(episode_bound) } else { self.rate * 0.92 };
+        let from = self.rate;
+        let d = self.decide(rate, Why::Queueing { link_kbps: r.carried, queue_ms: pressure });
+        self.dips.cut(now, from, self.dip_rate());
+        Some(d)
+    }
+
+    /// Rules 3 and 4: calm, a second after the last cut, the rate rises, bounded by what the
+    /// link carried lately and by its dips; otherwise it holds.
+    fn rise_or_hold(&mut self, r: &Reading, now: Duration) -> RateDecision {
+        let calm = r.queue < r.queue_limit / 2.0 && r.backlog < r.backlog_limit / 2.0;
+        let rested = r.since_cut.is_none_or(|t| t >= Duration::from_secs(1));
         let starting = self.last_cut.is_none();
         let every = if starting { START_RISE_EVERY } else { 5 * STEP };
         if calm && rested && now.saturating_sub(self.last_raise) >= every {
@@ -439,10 +374,10 @@ impl RateLaw for Adaptive {
             let share = if starting { START_RISE } else { 0.035 };
             let step = if near { (self.rate * 0.008).max(15.0) } else { (self.rate * share).max(40.0) };
             let bound = self.proven.bound().min(self.dips.bound(now, self.rate + step)).max(self.rate);
-            return self.decide((self.rate + step).min(bound), Why::Rising { link_kbps: delivered });
+            return self.decide((self.rate + step).min(bound), Why::Rising { link_kbps: r.delivered });
         }
         let why =
-            if self.rate >= self.bounds.max_kbps { Why::AtMaximum } else { Why::Holding { link_kbps: delivered } };
+            if self.rate >= self.bounds.max_kbps { Why::AtMaximum } else { Why::Holding { link_kbps: r.delivered } };
         self.decide(self.rate, why)
     }
 }
