@@ -46,63 +46,151 @@ impl fmt::Display for ValidationErrors {
 
 const X264_PRESETS: &[&str] = &["ultrafast", "superfast", "veryfast", "faster", "fast", "medium"];
 
+/// The problems found so far, in the order of the file.
+#[derive(Default)]
+struct Problems(Vec<FieldError>);
+
+impl Problems {
+    fn add(&mut self, field: &str, message: String) {
+        self.0.push(FieldError { field: field.to_string(), message });
+    }
+
+    /// Reports `value` when it is outside `min..=max`; returns whether it was inside.
+    fn range(&mut self, field: &str, value: u32, min: u32, max: u32, unit: &str) -> bool {
+        let inside = (min..=max).contains(&value);
+        if !inside {
+            self.add(field, format!("{value} is out of range {min}-{max}{unit}"));
+        }
+        inside
+    }
+}
+
+/// The video section, typed.
+struct Video {
+    source: VideoSource,
+    encoder: EncoderPreference,
+    picture: Picture,
+    keyframe_interval: Duration,
+}
+
 impl Config {
     /// Checks every field; returns all problems at once, or the typed configuration.
     pub fn validate(&self) -> Result<ValidConfig, ValidationErrors> {
-        let mut errs = Vec::new();
-        let mut err = |field: &str, message: String| errs.push(FieldError { field: field.to_string(), message });
-
+        let mut p = Problems::default();
         let name_ok = !self.name.is_empty()
             && self.name.len() <= 63
             && self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !name_ok {
-            err("name", format!("{:?} must be 1-63 characters of letters, digits, '-' and '_'", self.name));
+            p.add("name", format!("{:?} must be 1-63 characters of letters, digits, '-' and '_'", self.name));
         }
+        let video = self.check_video(&mut p);
+        let audio = self.check_audio(&mut p);
+        let outputs = self.check_outputs(&mut p);
+        let role = self.check_role(&mut p);
+        let decoder = self.check_decoder(&mut p);
+        let bridge = self.check_bridge(&mut p);
+        let web = self.check_web(&mut p);
+        let gpio = self.check_gpio(&mut p);
+        match (video, audio, role, decoder, web, gpio) {
+            (
+                Some(video),
+                Some((audio_source, audio_codec)),
+                Some(role),
+                Some((decoder_input, decoder_sink, audio_out)),
+                Some((http_listen, pair_listen)),
+                Some(gpio),
+            ) if p.0.is_empty() => Ok(ValidConfig {
+                name: self.name.clone(),
+                start_live: self.start_live,
+                picture: video.picture,
+                audio_bitrate_kbps: self.audio.bitrate_kbps,
+                audio_delay_ms: self.audio.delay_ms,
+                decoder_sink,
+                audio_out,
+                role,
+                decoder_input,
+                bridge,
+                http_listen,
+                pair_listen,
+                gpio,
+                raw: self.clone(),
+                video_source: video.source,
+                encoder: video.encoder,
+                keyframe_interval: video.keyframe_interval,
+                audio_source,
+                audio_codec,
+                outputs,
+            }),
+            _ => Err(ValidationErrors(p.0)),
+        }
+    }
 
+    fn check_video(&self, p: &mut Problems) -> Option<Video> {
         let v = &self.video;
-        let video_source = VideoSource::parse(&v.source).map_err(|m| err("video.source", m)).ok();
-        if range(&mut err, "video.width", v.width, 160, 1920, " pixels") && !v.width.is_multiple_of(2) {
-            err("video.width", format!("{} must be even", v.width));
+        let source = VideoSource::parse(&v.source).map_err(|m| p.add("video.source", m)).ok();
+        if p.range("video.width", v.width, 160, 1920, " pixels") && !v.width.is_multiple_of(2) {
+            p.add("video.width", format!("{} must be even", v.width));
         }
-        if range(&mut err, "video.height", v.height, 120, 1080, " pixels") && !v.height.is_multiple_of(2) {
-            err("video.height", format!("{} must be even", v.height));
+        if p.range("video.height", v.height, 120, 1080, " pixels") && !v.height.is_multiple_of(2) {
+            p.add("video.height", format!("{} must be even", v.height));
         }
-        range(&mut err, "video.fps", v.fps, 9, 60, " frames per second");
-        let bitrate_ok = range(&mut err, "video.bitrate_kbps", v.bitrate_kbps, 100, 50_000, " kbit/s");
-        let bitrate_mode = BitrateMode::parse(&v.bitrate_mode).map_err(|m| err("video.bitrate_mode", m));
+        p.range("video.fps", v.fps, 9, 60, " frames per second");
+        let bitrate_ok = p.range("video.bitrate_kbps", v.bitrate_kbps, 100, 50_000, " kbit/s");
+        let bitrate_mode = BitrateMode::parse(&v.bitrate_mode).map_err(|m| p.add("video.bitrate_mode", m)).ok();
         // Checked against the maximum only when that one is right (one mistake, one message),
         // and only where it is used: a fixed bitrate under the default floor is no mistake.
         let most = if bitrate_ok { v.bitrate_kbps } else { 50_000 };
-        let adaptive = bitrate_mode.as_ref().is_ok_and(|m| *m == BitrateMode::Adaptive);
+        let adaptive = bitrate_mode == Some(BitrateMode::Adaptive);
         // The default floor follows a bitrate under it (`--bitrate-kbps 400` with the adaptive
         // default); a floor the owner set over the bitrate is a mistake to name.
         let default_floor = crate::model::VideoConfig::default().min_bitrate_kbps;
         let min_bitrate_kbps =
             if v.min_bitrate_kbps == default_floor { v.min_bitrate_kbps.min(most) } else { v.min_bitrate_kbps };
         if adaptive && (min_bitrate_kbps < 100 || min_bitrate_kbps > most) {
-            err(
+            p.add(
                 "video.min_bitrate_kbps",
                 format!("{} is out of range 100-{most} kbit/s (at most video.bitrate_kbps)", v.min_bitrate_kbps),
             );
         }
-        range(&mut err, "video.keyframe_ms", v.keyframe_ms, 100, 10_000, " ms");
-        let encoder = EncoderPreference::parse(&v.encoder).map_err(|m| err("video.encoder", m)).ok();
+        p.range("video.keyframe_ms", v.keyframe_ms, 100, 10_000, " ms");
+        let encoder = EncoderPreference::parse(&v.encoder).map_err(|m| p.add("video.encoder", m)).ok();
         if !X264_PRESETS.contains(&v.x264_preset.as_str()) {
-            err("video.x264_preset", format!("{:?} is not one of {}", v.x264_preset, X264_PRESETS.join(", ")));
+            p.add("video.x264_preset", format!("{:?} is not one of {}", v.x264_preset, X264_PRESETS.join(", ")));
         }
+        let picture = Picture {
+            width: v.width,
+            height: v.height,
+            fps: v.fps,
+            bitrate_kbps: v.bitrate_kbps,
+            bitrate_mode: bitrate_mode?,
+            min_bitrate_kbps,
+            frame_rate_step_down: v.frame_rate_step_down && v.fps >= 20,
+            x264_preset: v.x264_preset.clone(),
+        };
+        Some(Video {
+            source: source?,
+            encoder: encoder?,
+            picture,
+            keyframe_interval: Duration::from_millis(u64::from(v.keyframe_ms)),
+        })
+    }
 
+    fn check_audio(&self, p: &mut Problems) -> Option<(AudioSource, AudioCodec)> {
         let a = &self.audio;
-        let audio_source = AudioSource::parse(&a.source).map_err(|m| err("audio.source", m)).ok();
+        let source = AudioSource::parse(&a.source).map_err(|m| p.add("audio.source", m)).ok();
         let bridge_role = self.role == "bridge";
-        let audio_codec = AudioCodec::parse(&a.codec, bridge_role).map_err(|m| err("audio.codec", m)).ok();
-        range(&mut err, "audio.bitrate_kbps", a.bitrate_kbps, 32, 320, " kbit/s");
+        let codec = AudioCodec::parse(&a.codec, bridge_role).map_err(|m| p.add("audio.codec", m)).ok();
+        p.range("audio.bitrate_kbps", a.bitrate_kbps, 32, 320, " kbit/s");
         if !(-AUDIO_DELAY_MAX_MS..=AUDIO_DELAY_MAX_MS).contains(&a.delay_ms) {
-            err(
+            p.add(
                 "audio.delay_ms",
                 format!("{} is out of range -{AUDIO_DELAY_MAX_MS} to {AUDIO_DELAY_MAX_MS} ms", a.delay_ms),
             );
         }
+        source.zip(codec)
+    }
 
+    fn check_outputs(&self, p: &mut Problems) -> Vec<(String, OutputSpec)> {
         let mut outputs = Vec::new();
         let mut listen_ports: Vec<u16> = Vec::new();
         for (i, o) in self.outputs.iter().enumerate() {
@@ -112,7 +200,7 @@ impl Config {
                     Ok(u) => {
                         if u.mode != SrtMode::Caller {
                             if listen_ports.contains(&u.port) {
-                                err(
+                                p.add(
                                     &field,
                                     format!("port {} is already used by another listener or rendezvous output", u.port),
                                 );
@@ -122,20 +210,20 @@ impl Config {
                         let name = name_for(&o.name, u.label(), &outputs);
                         outputs.push((name, OutputSpec::Srt(u)));
                     }
-                    Err(e) => err(&field, e.to_string()),
+                    Err(e) => p.add(&field, e.to_string()),
                 }
             } else if o.url.starts_with("rtmp://") || o.url.starts_with("rtmps://") {
                 match RtmpUrl::parse(&o.url) {
                     Ok(u) => outputs.push((name_for(&o.name, u.label(), &outputs), OutputSpec::Rtmp(u))),
-                    Err(e) => err(&field, e.to_string()),
+                    Err(e) => p.add(&field, e.to_string()),
                 }
             } else if o.url.starts_with("file:") {
                 match FileSpec::parse(&o.url) {
                     Ok(f) => outputs.push((name_for(&o.name, f.label(), &outputs), OutputSpec::File(f))),
-                    Err(e) => err(&field, e.to_string()),
+                    Err(e) => p.add(&field, e.to_string()),
                 }
             } else {
-                err(
+                p.add(
                     &field,
                     format!(
                         "{:?} is not a supported output; write srt://HOST:PORT, srt://:PORT?mode=listener, rtmp://HOST/APP/KEY, rtmps://... or file:/DIR/NAME.ts",
@@ -144,75 +232,84 @@ impl Config {
                 );
             }
         }
-
         for (i, (name, _)) in outputs.iter().enumerate() {
             if let Some(j) = outputs[..i].iter().position(|(n, _)| n == name) {
-                err(
+                p.add(
                     &format!("outputs[{i}].name"),
                     format!("{name:?} is already the name of outputs[{j}]; give each output its own name"),
                 );
             }
         }
-        let role = match self.role.as_str() {
+        outputs
+    }
+
+    fn check_role(&self, p: &mut Problems) -> Option<Role> {
+        match self.role.as_str() {
             "encoder" => Some(Role::Encoder),
             "decoder" => Some(Role::Decoder),
             "bridge" => Some(Role::Bridge),
             other => {
-                err("role", format!("{other:?} is not one of encoder, decoder, bridge"));
+                p.add("role", format!("{other:?} is not one of encoder, decoder, bridge"));
                 None
             }
-        };
+        }
+    }
+
+    fn check_decoder(&self, p: &mut Problems) -> Option<(SrtUrl, DecoderSink, AudioOut)> {
         let d = &self.decoder;
-        let decoder_input = SrtUrl::parse(&d.input).map_err(|e| err("decoder.input", e.to_string())).ok();
-        let decoder_sink = DecoderSink::parse(&d.sink).map_err(|m| err("decoder.sink", m)).ok();
-        let audio_out = AudioOut::parse(&d.audio_out).map_err(|m| err("decoder.audio_out", m)).ok();
+        let input = SrtUrl::parse(&d.input).map_err(|e| p.add("decoder.input", e.to_string())).ok();
+        let sink = DecoderSink::parse(&d.sink).map_err(|m| p.add("decoder.sink", m)).ok();
+        let audio_out = AudioOut::parse(&d.audio_out).map_err(|m| p.add("decoder.audio_out", m)).ok();
+        Some((input?, sink?, audio_out?))
+    }
+
+    fn check_bridge(&self, p: &mut Problems) -> BridgeSettings {
         let b = &self.bridge;
         if b.port == 0 {
-            err("bridge.port", "0 is not a UDP port; use 1-65535".into());
+            p.add("bridge.port", "0 is not a UDP port; use 1-65535".into());
         }
-        range(&mut err, "bridge.min_latency_ms", b.min_latency_ms, 20, 8000, " ms");
+        p.range("bridge.min_latency_ms", b.min_latency_ms, 20, 8000, " ms");
         let min_latency = Duration::from_millis(u64::from(b.min_latency_ms));
         let latency = match crate::Latency::parse(&b.latency) {
-            Ok(crate::Latency::Auto { start, .. }) => Some(crate::Latency::Auto { floor: min_latency, start }),
-            Ok(fixed) => Some(fixed),
+            Ok(crate::Latency::Auto { start, .. }) => crate::Latency::Auto { floor: min_latency, start },
+            Ok(fixed) => fixed,
             Err(e) => {
-                err("bridge.latency", e.to_string().trim_start_matches("latency=").to_string());
-                None
+                p.add("bridge.latency", e.to_string().trim_start_matches("latency=").to_string());
+                crate::Latency::AUTO
             }
         };
         let link = if b.link.is_empty() {
             None
         } else {
-            SrtUrl::parse(&b.link).map_err(|e| err("bridge.link", e.to_string())).ok()
+            SrtUrl::parse(&b.link).map_err(|e| p.add("bridge.link", e.to_string())).ok()
         };
         let record = if b.record.is_empty() {
             None
         } else {
-            crate::output_url::FileSpec::parse(&b.record).map_err(|e| err("bridge.record", e.to_string())).ok()
+            FileSpec::parse(&b.record).map_err(|e| p.add("bridge.record", e.to_string())).ok()
         };
-        let relay =
-            if b.relay.is_empty() { None } else { RelaySpec::parse(&b.relay).map_err(|e| err("bridge.relay", e)).ok() };
-        let bridge = BridgeSettings {
-            port: b.port,
-            min_latency,
-            latency: latency.unwrap_or(crate::Latency::AUTO),
-            link,
-            record,
-            relay,
-            port_mapping: b.port_mapping,
+        let relay = if b.relay.is_empty() {
+            None
+        } else {
+            RelaySpec::parse(&b.relay).map_err(|e| p.add("bridge.relay", e)).ok()
         };
-        let http_listen = self
-            .web
+        BridgeSettings { port: b.port, min_latency, latency, link, record, relay, port_mapping: b.port_mapping }
+    }
+
+    /// The panel's address and pairing's own, if any.
+    fn check_web(&self, p: &mut Problems) -> Option<(std::net::SocketAddr, Option<std::net::SocketAddr>)> {
+        let w = &self.web;
+        let http_listen = w
             .listen
             .parse::<std::net::SocketAddr>()
-            .map_err(|_| err("web.listen", format!("{:?} is not ADDRESS:PORT (e.g. 0.0.0.0:80)", self.web.listen)))
+            .map_err(|_| p.add("web.listen", format!("{:?} is not ADDRESS:PORT (e.g. 0.0.0.0:80)", w.listen)))
             .ok();
-        let pair_listen = match self.web.pair_listen.trim() {
+        let pair_listen = match w.pair_listen.trim() {
             "" => None,
             text => {
                 match text.parse::<std::net::SocketAddr>() {
                     Ok(a) if http_listen.is_some_and(|h| h.port() == a.port()) => {
-                        err(
+                        p.add(
                         "web.pair_listen",
                         format!("{text:?} is the panel's port: pairing has a port of its own (e.g. 0.0.0.0:7701), or empty"),
                     );
@@ -220,7 +317,7 @@ impl Config {
                     }
                     Ok(a) => Some(a),
                     Err(_) => {
-                        err(
+                        p.add(
                             "web.pair_listen",
                             format!("{text:?} is not ADDRESS:PORT (e.g. 0.0.0.0:7701), or empty for none"),
                         );
@@ -229,16 +326,19 @@ impl Config {
                 }
             }
         };
-        let w = &self.web;
         if !w.password_hash.is_empty() && !w.password_hash.starts_with("$argon2") {
-            err("web.password_hash", "is not an argon2 hash; set the password in the panel, not here".into());
+            p.add("web.password_hash", "is not an argon2 hash; set the password in the panel, not here".into());
         }
         if !w.metrics_token.is_empty() && w.metrics_token.len() < 16 {
-            err(
+            p.add(
                 "web.metrics_token",
                 format!("has {} characters; it must have at least 16 (or be empty)", w.metrics_token.len()),
             );
         }
+        Some((http_listen?, pair_listen))
+    }
+
+    fn check_gpio(&self, p: &mut Problems) -> Option<GpioPins> {
         let g = &self.gpio;
         let backend = match g.backend.as_str() {
             "auto" => Some(GpioBackend::Auto),
@@ -246,7 +346,7 @@ impl Config {
             "sim" => Some(GpioBackend::Sim),
             "none" => Some(GpioBackend::None),
             other => {
-                err("gpio.backend", format!("{other:?} is not one of auto, pi, sim, none"));
+                p.add("gpio.backend", format!("{other:?} is not one of auto, pi, sim, none"));
                 None
             }
         };
@@ -262,70 +362,24 @@ impl Config {
                 -1 => None,
                 0..=27 => Some(value as u32),
                 _ => {
-                    err(field, format!("{value} is not a BCM GPIO number 0-27 (or -1 for not fitted)"));
+                    p.add(field, format!("{value} is not a BCM GPIO number 0-27 (or -1 for not fitted)"));
                     None
                 }
             };
-            if let Some(p) = pin {
-                if let Some((other, _)) = pins.iter().find(|(_, q)| *q == Some(p)) {
-                    err(field, format!("GPIO {p} is already used by {other}"));
+            if let Some(n) = pin {
+                if let Some((other, _)) = pins.iter().find(|(_, q)| *q == Some(n)) {
+                    p.add(field, format!("GPIO {n} is already used by {other}"));
                 }
             }
             pins.push((field, pin));
         }
-
-        let decoder_out = decoder_sink.zip(audio_out);
-        match (video_source, encoder, audio_source, audio_codec, role, decoder_input, http_listen, backend, decoder_out)
-        {
-            (
-                Some(video_source),
-                Some(encoder),
-                Some(audio_source),
-                Some(audio_codec),
-                Some(role),
-                Some(decoder_input),
-                Some(http_listen),
-                Some(backend),
-                Some((decoder_sink, audio_out)),
-            ) if errs.is_empty() => Ok(ValidConfig {
-                name: self.name.clone(),
-                start_live: self.start_live,
-                picture: Picture {
-                    width: v.width,
-                    height: v.height,
-                    fps: v.fps,
-                    bitrate_kbps: v.bitrate_kbps,
-                    bitrate_mode: bitrate_mode.unwrap_or(BitrateMode::Fixed),
-                    min_bitrate_kbps,
-                    frame_rate_step_down: v.frame_rate_step_down && v.fps >= 20,
-                    x264_preset: v.x264_preset.clone(),
-                },
-                audio_bitrate_kbps: a.bitrate_kbps,
-                audio_delay_ms: a.delay_ms,
-                decoder_sink,
-                audio_out,
-                role,
-                decoder_input,
-                bridge,
-                http_listen,
-                pair_listen,
-                gpio: GpioPins {
-                    backend,
-                    chip: g.chip.clone(),
-                    leds: [pins[0].1, pins[1].1, pins[2].1, pins[3].1],
-                    button: pins[4].1,
-                    button_active_low: g.button_active_low,
-                },
-                raw: self.clone(),
-                video_source,
-                encoder,
-                keyframe_interval: Duration::from_millis(u64::from(v.keyframe_ms)),
-                audio_source,
-                audio_codec,
-                outputs,
-            }),
-            _ => Err(ValidationErrors(errs)),
-        }
+        Some(GpioPins {
+            backend: backend?,
+            chip: g.chip.clone(),
+            leds: [pins[0].1, pins[1].1, pins[2].1, pins[3].1],
+            button: pins[4].1,
+            button_active_low: g.button_active_low,
+        })
     }
 }
 
@@ -344,17 +398,8 @@ fn name_for(given: &Option<String>, label: String, taken: &[(String, OutputSpec)
     name
 }
 
-/// Reports `value` when it is outside `min..=max`; returns whether it was inside.
 /// The most `audio.delay_ms` may move the sound either way, ms.
 pub const AUDIO_DELAY_MAX_MS: i32 = 500;
-
-fn range(err: &mut impl FnMut(&str, String), field: &str, value: u32, min: u32, max: u32, unit: &str) -> bool {
-    let inside = (min..=max).contains(&value);
-    if !inside {
-        err(field, format!("{value} is out of range {min}-{max}{unit}"));
-    }
-    inside
-}
 
 #[cfg(test)]
 mod tests {
