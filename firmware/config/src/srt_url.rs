@@ -228,81 +228,10 @@ impl SrtUrl {
                 return Err(SrtUrlError::DuplicateOption(key));
             }
             seen.push(key.clone());
-            match key.as_str() {
-                "mode" => {
-                    url.mode = match value.to_ascii_lowercase().as_str() {
-                        "caller" | "client" => SrtMode::Caller,
-                        "listener" | "server" => SrtMode::Listener,
-                        "rendezvous" => SrtMode::Rendezvous,
-                        _ => return Err(SrtUrlError::BadMode(value)),
-                    }
-                }
-                "latency" => {
-                    url.latency = Some(Latency::parse(&value).map_err(|e| match e {
-                        LatencyError::NotANumber(v) => SrtUrlError::LatencyNotANumber(v),
-                        LatencyError::OutOfRange(v) => SrtUrlError::LatencyOutOfRange(v),
-                    })?);
-                }
-                "passphrase" => {
-                    let n = value.chars().count();
-                    if !(PASSPHRASE_LEN.0..=PASSPHRASE_LEN.1).contains(&n) {
-                        return Err(SrtUrlError::PassphraseLength(n));
-                    }
-                    url.passphrase = Some(Secret::new(value));
-                }
-                "pbkeylen" => {
-                    url.key_length = Some(match value.as_str() {
-                        "16" => KeyLength::Aes128,
-                        "24" => KeyLength::Aes192,
-                        "32" => KeyLength::Aes256,
-                        _ => return Err(SrtUrlError::BadKeyLength(value)),
-                    });
-                    key_length_raw = Some(value);
-                }
-                "streamid" => {
-                    let n = value.chars().count();
-                    if n > STREAMID_MAX_LEN {
-                        return Err(SrtUrlError::StreamIdTooLong(n));
-                    }
-                    url.stream_id = Some(value);
-                }
-                "maxbw" => {
-                    url.max_bw_bytes_per_s = Some(parse_num(
-                        &value,
-                        "maxbw",
-                        -1,
-                        i64::MAX,
-                        "-1 (unlimited), 0 (relative to input) or bytes per second",
-                    )?)
-                }
-                "inputbw" => {
-                    url.input_bw_bytes_per_s =
-                        Some(parse_num(&value, "inputbw", 0, i64::MAX, "0 (measure) or bytes per second")?)
-                }
-                "oheadbw" => {
-                    url.overhead_bw_pct = Some(parse_num(&value, "oheadbw", 5, 100, "a percentage 5-100")? as u32)
-                }
-                "conntimeo" => {
-                    url.connect_timeout =
-                        Some(Duration::from_millis(
-                            parse_num(&value, "conntimeo", 100, 60_000, "a time 100-60000 ms")? as u64
-                        ))
-                }
-                "peeridletimeo" => {
-                    url.peer_idle_timeout = Some(Duration::from_millis(parse_num(
-                        &value,
-                        "peeridletimeo",
-                        500,
-                        60_000,
-                        "a time 500-60000 ms",
-                    )? as u64))
-                }
-                "adapter" => url.local_address = Some(value),
-                "localport" => {
-                    url.local_port = Some(parse_num(&value, "localport", 1, 65535, "a port 1-65535")? as u16)
-                }
-                _ => return Err(SrtUrlError::UnknownOption(key)),
+            if key == "pbkeylen" {
+                key_length_raw = Some(value.clone());
             }
+            url.set_option(&key, value)?;
         }
         if let Some(raw) = key_length_raw {
             if url.passphrase.is_none() {
@@ -313,6 +242,80 @@ impl SrtUrl {
             return Err(SrtUrlError::NeedsHost(url.mode.as_str()));
         }
         Ok(url)
+    }
+
+    /// Sets one option of the query (`key` in lower case, `value` decoded).
+    fn set_option(&mut self, key: &str, value: String) -> Result<(), SrtUrlError> {
+        match key {
+            "mode" => {
+                self.mode = match value.to_ascii_lowercase().as_str() {
+                    "caller" | "client" => SrtMode::Caller,
+                    "listener" | "server" => SrtMode::Listener,
+                    "rendezvous" => SrtMode::Rendezvous,
+                    _ => return Err(SrtUrlError::BadMode(value)),
+                }
+            }
+            "latency" => {
+                self.latency = Some(Latency::parse(&value).map_err(|e| match e {
+                    LatencyError::NotANumber(v) => SrtUrlError::LatencyNotANumber(v),
+                    LatencyError::OutOfRange(v) => SrtUrlError::LatencyOutOfRange(v),
+                })?);
+            }
+            "passphrase" => {
+                let n = value.chars().count();
+                if !(PASSPHRASE_LEN.0..=PASSPHRASE_LEN.1).contains(&n) {
+                    return Err(SrtUrlError::PassphraseLength(n));
+                }
+                self.passphrase = Some(Secret::new(value));
+            }
+            "pbkeylen" => {
+                self.key_length = Some(match value.as_str() {
+                    "16" => KeyLength::Aes128,
+                    "24" => KeyLength::Aes192,
+                    "32" => KeyLength::Aes256,
+                    _ => return Err(SrtUrlError::BadKeyLength(value)),
+                });
+            }
+            "streamid" => {
+                let n = value.chars().count();
+                if n > STREAMID_MAX_LEN {
+                    return Err(SrtUrlError::StreamIdTooLong(n));
+                }
+                self.stream_id = Some(value);
+            }
+            "maxbw" => {
+                self.max_bw_bytes_per_s = Some(parse_num(
+                    &value,
+                    "maxbw",
+                    -1,
+                    i64::MAX,
+                    "-1 (unlimited), 0 (relative to input) or bytes per second",
+                )?)
+            }
+            "inputbw" => {
+                self.input_bw_bytes_per_s =
+                    Some(parse_num(&value, "inputbw", 0, i64::MAX, "0 (measure) or bytes per second")?)
+            }
+            "oheadbw" => {
+                self.overhead_bw_pct = Some(parse_num(&value, "oheadbw", 5, 100, "a percentage 5-100")? as u32)
+            }
+            "conntimeo" => {
+                self.connect_timeout =
+                    Some(Duration::from_millis(
+                        parse_num(&value, "conntimeo", 100, 60_000, "a time 100-60000 ms")? as u64
+                    ))
+            }
+            "peeridletimeo" => {
+                self.peer_idle_timeout =
+                    Some(Duration::from_millis(
+                        parse_num(&value, "peeridletimeo", 500, 60_000, "a time 500-60000 ms")? as u64
+                    ))
+            }
+            "adapter" => self.local_address = Some(value),
+            "localport" => self.local_port = Some(parse_num(&value, "localport", 1, 65535, "a port 1-65535")? as u16),
+            _ => return Err(SrtUrlError::UnknownOption(key.to_string())),
+        }
+        Ok(())
     }
 
     /// The URI without the passphrase, for GStreamer's `uri` property; the passphrase goes in
