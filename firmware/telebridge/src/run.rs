@@ -135,15 +135,7 @@ pub fn run(req: RunRequest) -> ExitCode {
             apply_overrides,
             handle.commands.clone(),
         ));
-        // SIGHUP (systemctl reload): read the file again, restart only what changed.
-        if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-            let store = store.clone();
-            tokio::spawn(async move {
-                while hup.recv().await.is_some() {
-                    store.reload().await;
-                }
-            });
-        }
+        reload_on_sighup(store.clone());
         let state = telebridge_web::AppState::with_pairing(handle, store, pairing);
         if let Some(l) = pair_listener {
             // Pairing alone, on a port of its own (to forward from the internet instead of the panel's).
@@ -157,17 +149,7 @@ pub fn run(req: RunRequest) -> ExitCode {
         let web = tokio::spawn(telebridge_web::serve(listener, telebridge_web::router(state), stopped(stop_rx)));
         info!(panel = %format!("http://{listen}/"), "serving the panel and API");
         println!("panel: http://{listen}/");
-        match sd_notify::notify("READY=1") {
-            Ok(true) => info!("told systemd we are ready"),
-            Ok(false) => {}
-            Err(e) => error!(error = %e, "cannot notify systemd"),
-        }
-        if let Some(interval) = sd_notify::watchdog_interval() {
-            info!(interval_ms = interval.as_millis() as u64, "systemd watchdog enabled");
-            if let Err(e) = sd_notify::spawn_watchdog(interval, heartbeat) {
-                error!(error = %e, "cannot start the watchdog thread");
-            }
-        }
+        tell_systemd(heartbeat);
         let _ = daemon_task.await;
         match web.await {
             Ok(Err(e)) => {
@@ -177,4 +159,31 @@ pub fn run(req: RunRequest) -> ExitCode {
             _ => ExitCode::SUCCESS,
         }
     })
+}
+
+/// Tells systemd the daemon is ready, and starts its watchdog's keep-alive when it asks for one
+/// (fed only while the main loop turns: `heartbeat`).
+fn tell_systemd(heartbeat: telebridge_appliance::sd_notify::Heartbeat) {
+    match sd_notify::notify("READY=1") {
+        Ok(true) => info!("told systemd we are ready"),
+        Ok(false) => {}
+        Err(e) => error!(error = %e, "cannot notify systemd"),
+    }
+    if let Some(interval) = sd_notify::watchdog_interval() {
+        info!(interval_ms = interval.as_millis() as u64, "systemd watchdog enabled");
+        if let Err(e) = sd_notify::spawn_watchdog(interval, heartbeat) {
+            error!(error = %e, "cannot start the watchdog thread");
+        }
+    }
+}
+
+/// SIGHUP (systemctl reload): read the file again, restart only what changed.
+fn reload_on_sighup(store: std::sync::Arc<telebridge_appliance::ConfigStore>) {
+    if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                store.reload().await;
+            }
+        });
+    }
 }
