@@ -125,78 +125,16 @@ impl Display {
                 chain.push(make("videoconvert", "gstreamer1.0-plugins-base")?);
                 chain.push(make("videoscale", "gstreamer1.0-plugins-base")?);
                 let sink = if let SinkKind::Kms { connector } = &kind {
-                    let s = gst::ElementFactory::make("kmssink").build().map_err(|_| MediaError::ElementMissing {
-                        element: "kmssink",
-                        package: "gstreamer1.0-plugins-bad",
-                    })?;
-                    if let Some(c) = connector {
-                        s.set_property("connector-id", *c as i32);
-                    }
-                    // kmssink looks for the drivers of a list of boards; hand it the card with the
-                    // monitor instead (virtio_gpu in qemu is not on its list; a Pi 4 has two cards),
-                    // and have it set the monitor's preferred mode: drawing on whatever the console
-                    // left (a plane of another size) is refused by some drivers (virtio-gpu).
-                    if let Some(connector) = connected_output(&drm_connectors()) {
-                        let card_name = connector.split('-').next().unwrap_or_default();
-                        let path = format!("/dev/dri/{card_name}");
-                        match std::fs::OpenOptions::new().read(true).write(true).open(&path) {
-                            Ok(f) => {
-                                use std::os::fd::AsRawFd;
-                                s.set_property("fd", f.as_raw_fd());
-                                card = Some(f);
-                                let modes = std::fs::read_to_string(format!("/sys/class/drm/{connector}/modes"));
-                                if let Some((w, h)) = modes.ok().as_deref().and_then(preferred_mode) {
-                                    s.set_property("force-modesetting", true);
-                                    let caps = gst::Caps::builder("video/x-raw")
-                                        .field("width", w as i32)
-                                        .field("height", h as i32)
-                                        .field("pixel-aspect-ratio", gst::Fraction::new(1, 1))
-                                        .build();
-                                    chain.push(gst::ElementFactory::make("capsfilter").property("caps", caps).build()?);
-                                    info!(card = %path, connector = %connector, mode = %format!("{w}x{h}"), "HDMI output through KMS");
-                                } else {
-                                    info!(card = %path, connector = %connector, "HDMI output through KMS, in the mode it has");
-                                }
-                            }
-                            Err(e) => {
-                                warn!(card = %path, error = %e, "cannot open the display card; kmssink looks for one")
-                            }
-                        }
-                    }
-                    s
+                    let (sink, opened) = kms_sink(*connector, &mut chain)?;
+                    card = opened;
+                    sink
                 } else {
                     make("autovideosink", "gstreamer1.0-plugins-good")?
                 };
                 sink.set_property("sync", false);
                 chain.push(sink);
             }
-            SinkKind::File(path) => {
-                // A file cannot change format mid-way (the slate is 5 fps, streams change size):
-                // convert everything to one size and 30 fps before encoding.
-                chain.push(make("videoconvert", "gstreamer1.0-plugins-base")?);
-                chain.push(make("videoscale", "gstreamer1.0-plugins-base")?);
-                chain.push(make("videorate", "gstreamer1.0-plugins-base")?);
-                let caps = gst::Caps::builder("video/x-raw")
-                    .field("width", size.0 as i32)
-                    .field("height", size.1 as i32)
-                    .field("format", "I420")
-                    .field("framerate", gst::Fraction::new(30, 1))
-                    .field("pixel-aspect-ratio", gst::Fraction::new(1, 1))
-                    .build();
-                chain.push(gst::ElementFactory::make("capsfilter").property("caps", caps).build()?);
-                let enc = make("x264enc", "gstreamer1.0-plugins-ugly")?;
-                enc.set_property_from_str("tune", "zerolatency");
-                enc.set_property_from_str("speed-preset", "ultrafast");
-                chain.push(enc);
-                chain.push(gst::ElementFactory::make("h264parse").build()?);
-                chain.push(make("matroskamux", "gstreamer1.0-plugins-good")?);
-                chain.push(
-                    gst::ElementFactory::make("filesink")
-                        .property("location", path.display().to_string())
-                        .property("sync", false)
-                        .build()?,
-                );
-            }
+            SinkKind::File(path) => file_chain(path, size, &mut chain)?,
         }
         pipeline.add_many(&chain)?;
         gst::Element::link_many(&chain)?;
@@ -361,6 +299,83 @@ pub fn push_fresh(appsrc: &gst_app::AppSrc, sample: &gst::Sample) {
     }
     let fresh = gst::Sample::builder().buffer(&copy).caps(&caps).build();
     let _ = appsrc.push_sample(&fresh);
+}
+
+/// kmssink on the card with a monitor, in the monitor's preferred mode (a caps filter pushed on
+/// `chain` for it), and the card, which must stay open while it draws.
+fn kms_sink(
+    connector: Option<u32>,
+    chain: &mut Vec<gst::Element>,
+) -> Result<(gst::Element, Option<std::fs::File>), MediaError> {
+    let mut card = None;
+    let s = gst::ElementFactory::make("kmssink")
+        .build()
+        .map_err(|_| MediaError::ElementMissing { element: "kmssink", package: "gstreamer1.0-plugins-bad" })?;
+    if let Some(c) = connector {
+        s.set_property("connector-id", c as i32);
+    }
+    // kmssink looks for the drivers of a list of boards; hand it the card with the
+    // monitor instead (virtio_gpu in qemu is not on its list; a Pi 4 has two cards),
+    // and have it set the monitor's preferred mode: drawing on whatever the console
+    // left (a plane of another size) is refused by some drivers (virtio-gpu).
+    if let Some(connector) = connected_output(&drm_connectors()) {
+        let card_name = connector.split('-').next().unwrap_or_default();
+        let path = format!("/dev/dri/{card_name}");
+        match std::fs::OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(f) => {
+                use std::os::fd::AsRawFd;
+                s.set_property("fd", f.as_raw_fd());
+                card = Some(f);
+                let modes = std::fs::read_to_string(format!("/sys/class/drm/{connector}/modes"));
+                if let Some((w, h)) = modes.ok().as_deref().and_then(preferred_mode) {
+                    s.set_property("force-modesetting", true);
+                    let caps = gst::Caps::builder("video/x-raw")
+                        .field("width", w as i32)
+                        .field("height", h as i32)
+                        .field("pixel-aspect-ratio", gst::Fraction::new(1, 1))
+                        .build();
+                    chain.push(gst::ElementFactory::make("capsfilter").property("caps", caps).build()?);
+                    info!(card = %path, connector = %connector, mode = %format!("{w}x{h}"), "HDMI output through KMS");
+                } else {
+                    info!(card = %path, connector = %connector, "HDMI output through KMS, in the mode it has");
+                }
+            }
+            Err(e) => {
+                warn!(card = %path, error = %e, "cannot open the display card; kmssink looks for one")
+            }
+        }
+    }
+    Ok((s, card))
+}
+
+/// The elements that write what is shown to a file: one size, 30 fps, x264 into Matroska.
+fn file_chain(path: &std::path::Path, size: (u32, u32), chain: &mut Vec<gst::Element>) -> Result<(), MediaError> {
+    // A file cannot change format mid-way (the slate is 5 fps, streams change size):
+    // convert everything to one size and 30 fps before encoding.
+    chain.push(make("videoconvert", "gstreamer1.0-plugins-base")?);
+    chain.push(make("videoscale", "gstreamer1.0-plugins-base")?);
+    chain.push(make("videorate", "gstreamer1.0-plugins-base")?);
+    let caps = gst::Caps::builder("video/x-raw")
+        .field("width", size.0 as i32)
+        .field("height", size.1 as i32)
+        .field("format", "I420")
+        .field("framerate", gst::Fraction::new(30, 1))
+        .field("pixel-aspect-ratio", gst::Fraction::new(1, 1))
+        .build();
+    chain.push(gst::ElementFactory::make("capsfilter").property("caps", caps).build()?);
+    let enc = make("x264enc", "gstreamer1.0-plugins-ugly")?;
+    enc.set_property_from_str("tune", "zerolatency");
+    enc.set_property_from_str("speed-preset", "ultrafast");
+    chain.push(enc);
+    chain.push(gst::ElementFactory::make("h264parse").build()?);
+    chain.push(make("matroskamux", "gstreamer1.0-plugins-good")?);
+    chain.push(
+        gst::ElementFactory::make("filesink")
+            .property("location", path.display().to_string())
+            .property("sync", false)
+            .build()?,
+    );
+    Ok(())
 }
 
 #[cfg(test)]

@@ -69,18 +69,7 @@ impl EncoderPipeline {
         };
 
         // Video: decouple the source from the encoder; drop the oldest frame if encoding lags.
-        let queue = gst::ElementFactory::make("queue")
-            .name("encoder-queue")
-            .property_from_str("leaky", "downstream")
-            .property("max-size-buffers", 3u32)
-            .property("max-size-bytes", 0u32)
-            .property("max-size-time", 0u64)
-            .build()?;
-        let dropped = counters.clone();
-        queue.connect("overrun", false, move |_| {
-            dropped.frames_dropped.fetch_add(1, Ordering::Relaxed);
-            None
-        });
+        let queue = leaky_queue(&counters)?;
         let convert = make("videoconvert", "gstreamer1.0-plugins-base")?;
         let scale = make("videoscale", "gstreamer1.0-plugins-base")?;
         let rate = gst::ElementFactory::make("videorate").property("drop-only", true).build()?;
@@ -114,17 +103,7 @@ impl EncoderPipeline {
             gst::Caps::builder("video/x-h264").field("stream-format", "byte-stream").field("alignment", "au").build();
         let h264_filter = gst::ElementFactory::make("capsfilter").property("caps", &h264_caps).build()?;
         let mux = gst::ElementFactory::make("mpegtsmux").name("mux").property("alignment", 0i32).build()?;
-        // The muxer hands over each input's packets at once as a buffer list (alignment=0): one
-        // sample per list, so that the outputs cut it into full SRT messages with only the last
-        // one of each frame short (single packets would make SRT send seven times the packets).
-        let appsink = gst_app::AppSink::builder()
-            .name("ts")
-            .sync(false)
-            .async_(false)
-            .max_buffers(64)
-            .drop(true)
-            .buffer_list(true)
-            .build();
+        let appsink = ts_sink(counters.clone(), fanout);
 
         // videorate holds each frame until the next arrives (one frame of latency): only a
         // capture device whose rate may differ from the configured one needs it.
@@ -156,50 +135,11 @@ impl EncoderPipeline {
             }
         }
 
-        // Count encoded frames and keyframes.
-        let c = counters.clone();
-        if let Some(pad) = parse.static_pad("src") {
-            pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
-                if let Some(gst::PadProbeData::Buffer(ref buffer)) = info.data {
-                    c.frames_encoded.fetch_add(1, Ordering::Relaxed);
-                    c.video_bytes.fetch_add(buffer.size() as u64, Ordering::Relaxed);
-                    if !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT) {
-                        c.keyframes.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                gst::PadProbeReturn::Ok
-            });
-        }
+        count_encoded(&parse, counters.clone());
 
         if settings.audio_codec != AudioCodec::None {
             add_audio(&pipeline, settings, &mux, &counters, &grid)?;
         }
-
-        let c = counters.clone();
-        appsink.set_callbacks(
-            gst_app::AppSinkCallbacks::builder()
-                .new_sample(move |sink| {
-                    let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
-                    let buffer = match sample.buffer_list() {
-                        Some(list) => {
-                            let mut merged = Vec::with_capacity(list.calculate_size());
-                            for b in list.iter() {
-                                if let Ok(map) = b.map_readable() {
-                                    merged.extend_from_slice(map.as_slice());
-                                }
-                            }
-                            Some(gst::Buffer::from_mut_slice(merged))
-                        }
-                        None => sample.buffer_owned(),
-                    };
-                    if let Some(buffer) = buffer {
-                        c.ts_bytes.fetch_add(buffer.size() as u64, Ordering::Relaxed);
-                        fanout.push(&buffer);
-                    }
-                    Ok(gst::FlowSuccess::Ok)
-                })
-                .build(),
-        );
 
         info!(
             encoder = %settings.encoder.kind,
@@ -346,6 +286,80 @@ fn keeps_frame(index: u64, one_in: u32) -> bool {
 impl Drop for EncoderPipeline {
     fn drop(&mut self) {
         let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
+/// The queue between the source and the encoder: the oldest frame goes when encoding lags,
+/// counted as dropped.
+fn leaky_queue(counters: &Arc<EncoderCounters>) -> Result<gst::Element, MediaError> {
+    let queue = gst::ElementFactory::make("queue")
+        .name("encoder-queue")
+        .property_from_str("leaky", "downstream")
+        .property("max-size-buffers", 3u32)
+        .property("max-size-bytes", 0u32)
+        .property("max-size-time", 0u64)
+        .build()?;
+    let dropped = counters.clone();
+    queue.connect("overrun", false, move |_| {
+        dropped.frames_dropped.fetch_add(1, Ordering::Relaxed);
+        None
+    });
+    Ok(queue)
+}
+
+/// The muxer's end: each sample's TS to the fan-out, counted.
+fn ts_sink(counters: Arc<EncoderCounters>, fanout: TsFanout) -> gst_app::AppSink {
+    // The muxer hands over each input's packets at once as a buffer list (alignment=0): one
+    // sample per list, so that the outputs cut it into full SRT messages with only the last
+    // one of each frame short (single packets would make SRT send seven times the packets).
+    let appsink = gst_app::AppSink::builder()
+        .name("ts")
+        .sync(false)
+        .async_(false)
+        .max_buffers(64)
+        .drop(true)
+        .buffer_list(true)
+        .build();
+    appsink.set_callbacks(
+        gst_app::AppSinkCallbacks::builder()
+            .new_sample(move |sink| {
+                let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                let buffer = match sample.buffer_list() {
+                    Some(list) => {
+                        let mut merged = Vec::with_capacity(list.calculate_size());
+                        for b in list.iter() {
+                            if let Ok(map) = b.map_readable() {
+                                merged.extend_from_slice(map.as_slice());
+                            }
+                        }
+                        Some(gst::Buffer::from_mut_slice(merged))
+                    }
+                    None => sample.buffer_owned(),
+                };
+                if let Some(buffer) = buffer {
+                    counters.ts_bytes.fetch_add(buffer.size() as u64, Ordering::Relaxed);
+                    fanout.push(&buffer);
+                }
+                Ok(gst::FlowSuccess::Ok)
+            })
+            .build(),
+    );
+    appsink
+}
+
+/// Counts encoded frames, their bytes and keyframes, after the parser.
+fn count_encoded(parse: &gst::Element, counters: Arc<EncoderCounters>) {
+    if let Some(pad) = parse.static_pad("src") {
+        pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            if let Some(gst::PadProbeData::Buffer(ref buffer)) = info.data {
+                counters.frames_encoded.fetch_add(1, Ordering::Relaxed);
+                counters.video_bytes.fetch_add(buffer.size() as u64, Ordering::Relaxed);
+                if !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT) {
+                    counters.keyframes.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            gst::PadProbeReturn::Ok
+        });
     }
 }
 
