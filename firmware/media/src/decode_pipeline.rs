@@ -210,93 +210,10 @@ impl DecodePipeline {
         }
         gst::Element::link_many(audio_chain)?;
 
-        let (vpad, apad) = (au_filter.static_pad("sink"), aconv.static_pad("sink"));
-        let unsupported_counters = counters.clone();
-        let audio_counters = counters.clone();
-        demux.connect_pad_added(move |demux, pad| {
-            let caps = pad.current_caps();
-            let s = caps.as_ref().and_then(|c| c.structure(0));
-            let name = s.map(|s| s.name().to_string()).unwrap_or_default();
-            let mpegversion = s.and_then(|s| s.get::<i32>("mpegversion").ok());
-            let target = match stream_kind(&name, mpegversion, pad.name().as_str()) {
-                StreamKind::H264 => vpad.clone(),
-                kind @ (StreamKind::Aac | StreamKind::Opus) => match apad.clone().filter(|a| !a.is_linked()) {
-                    Some(a) => match sound_decoder(demux, &kind, &a, &audio_counters) {
-                        Ok(sink) => Some(sink),
-                        Err(e) => {
-                            warn!(pad = %pad.name(), error = %e, "cannot decode the sound");
-                            None
-                        }
-                    },
-                    None => None,
-                },
-                StreamKind::Unsupported(what) => {
-                    // Not decoded: drained into a fakesink so that it neither stalls the demuxer
-                    // nor fails the pipeline, and named so the box can say what it receives.
-                    unsupported_counters.unsupported.lock().unwrap_or_else(|p| p.into_inner()).push(what);
-                    discard(demux, pad);
-                    return;
-                }
-            };
-            match target.filter(|t| !t.is_linked()) {
-                Some(t) => {
-                    if let Err(e) = pad.link(&t) {
-                        warn!(pad = %pad.name(), error = ?e, "cannot link demuxed stream");
-                        discard(demux, pad);
-                    }
-                }
-                // A second stream of a kind already shown: not decoded.
-                None => discard(demux, pad),
-            }
-        });
+        route_demuxed(&demux, au_filter.static_pad("sink"), aconv.static_pad("sink"), &counters);
 
-        if let Some(pad) = f32.static_pad("src") {
-            let (marks, beeps) = (on_mark.clone(), std::sync::Mutex::new(lipsync::BeepDetector::default()));
-            pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
-                let Some(gst::PadProbeData::Buffer(ref buffer)) = info.data else { return gst::PadProbeReturn::Ok };
-                let format = crate::audio_format(pad);
-                if let (Some((rate, channels)), Some(pts), Ok(map)) = (format, buffer.pts(), buffer.map_readable()) {
-                    let samples: Vec<f32> =
-                        map.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-                    let mut d = beeps.lock().unwrap_or_else(|p| p.into_inner());
-                    for onset in d.samples(&samples, channels, rate, pts.nseconds()) {
-                        marks(AvMark::Beep(onset));
-                    }
-                }
-                gst::PadProbeReturn::Ok
-            });
-        }
-        let flashes = std::sync::Mutex::new(lipsync::FlashDetector::default());
-        let gaps = std::sync::Mutex::new(timecode::Gaps::default());
-        vsink.set_callbacks(
-            gst_app::AppSinkCallbacks::builder()
-                .new_sample(move |sink| {
-                    let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
-                    counters.frames_decoded.fetch_add(1, Ordering::Relaxed);
-                    if let Some(info) = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok()) {
-                        counters.width.store(info.width(), Ordering::Relaxed);
-                        counters.height.store(info.height(), Ordering::Relaxed);
-                    }
-                    if let Some(pts) = sample.buffer().and_then(|b| b.pts()) {
-                        let read = sample_flash(&sample);
-                        let started = flashes.lock().unwrap_or_else(|p| p.into_inner()).frame(pts.nseconds(), read);
-                        if let Some(t) = started {
-                            on_mark(AvMark::Flash(t));
-                        }
-                    }
-                    let read = sample_timecodes(&sample);
-                    let mut g = gaps.lock().unwrap_or_else(|p| p.into_inner());
-                    counters.frames_missing.fetch_add(g.frame(read.map(|(tc, _)| tc.frame)), Ordering::Relaxed);
-                    counters.frames_unread.store(g.unread(), Ordering::Relaxed);
-                    drop(g);
-                    if let Some((tc, echo)) = read {
-                        on_timecode(tc, echo);
-                    }
-                    on_frame(&sample);
-                    Ok(gst::FlowSuccess::Ok)
-                })
-                .build(),
-        );
+        detect_beeps(&f32, on_mark.clone());
+        vsink.set_callbacks(frame_callbacks(counters, on_frame, on_timecode, on_mark));
         pipeline.set_state(gst::State::Playing)?;
         debug!(decoder = decoder.element, "decode pipeline started");
         Ok(Self { pipeline, appsrc })
@@ -392,6 +309,112 @@ pub fn sample_timecodes(sample: &gst::Sample) -> Option<(Timecode, Option<Timeco
     let (luma, w, h) = (frame.plane_data(0).ok()?, info.width() as usize, info.height() as usize);
     let own = timecode::read_strip(luma, stride, w, h, timecode::Strip::Own)?;
     Some((own, timecode::read_strip(luma, stride, w, h, timecode::Strip::Echo)))
+}
+
+/// Each stream tsdemux finds goes to its decoder (`video` and `audio`: the chains' first pads),
+/// or, not decoded, to a fakesink, named in the counters when its kind is unsupported.
+fn route_demuxed(
+    demux: &gst::Element,
+    vpad: Option<gst::Pad>,
+    apad: Option<gst::Pad>,
+    counters: &Arc<DecoderCounters>,
+) {
+    let unsupported_counters = counters.clone();
+    let audio_counters = counters.clone();
+    demux.connect_pad_added(move |demux, pad| {
+        let caps = pad.current_caps();
+        let s = caps.as_ref().and_then(|c| c.structure(0));
+        let name = s.map(|s| s.name().to_string()).unwrap_or_default();
+        let mpegversion = s.and_then(|s| s.get::<i32>("mpegversion").ok());
+        let target = match stream_kind(&name, mpegversion, pad.name().as_str()) {
+            StreamKind::H264 => vpad.clone(),
+            kind @ (StreamKind::Aac | StreamKind::Opus) => match apad.clone().filter(|a| !a.is_linked()) {
+                Some(a) => match sound_decoder(demux, &kind, &a, &audio_counters) {
+                    Ok(sink) => Some(sink),
+                    Err(e) => {
+                        warn!(pad = %pad.name(), error = %e, "cannot decode the sound");
+                        None
+                    }
+                },
+                None => None,
+            },
+            StreamKind::Unsupported(what) => {
+                // Not decoded: drained into a fakesink so that it neither stalls the demuxer
+                // nor fails the pipeline, and named so the box can say what it receives.
+                unsupported_counters.unsupported.lock().unwrap_or_else(|p| p.into_inner()).push(what);
+                discard(demux, pad);
+                return;
+            }
+        };
+        match target.filter(|t| !t.is_linked()) {
+            Some(t) => {
+                if let Err(e) = pad.link(&t) {
+                    warn!(pad = %pad.name(), error = ?e, "cannot link demuxed stream");
+                    discard(demux, pad);
+                }
+            }
+            // A second stream of a kind already shown: not decoded.
+            None => discard(demux, pad),
+        }
+    });
+}
+
+/// The lip-sync meter's beeps, read from the decoded sound (F32 after `f32`).
+fn detect_beeps(sound: &gst::Element, on_mark: MarkConsumer) {
+    if let Some(pad) = sound.static_pad("src") {
+        let (marks, beeps) = (on_mark, std::sync::Mutex::new(lipsync::BeepDetector::default()));
+        pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
+            let Some(gst::PadProbeData::Buffer(ref buffer)) = info.data else { return gst::PadProbeReturn::Ok };
+            let format = crate::audio_format(pad);
+            if let (Some((rate, channels)), Some(pts), Ok(map)) = (format, buffer.pts(), buffer.map_readable()) {
+                let samples: Vec<f32> =
+                    map.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                let mut d = beeps.lock().unwrap_or_else(|p| p.into_inner());
+                for onset in d.samples(&samples, channels, rate, pts.nseconds()) {
+                    marks(AvMark::Beep(onset));
+                }
+            }
+            gst::PadProbeReturn::Ok
+        });
+    }
+}
+
+/// Each decoded frame: counted, its size noted, its flash and timecode read, then handed on.
+fn frame_callbacks(
+    counters: Arc<DecoderCounters>,
+    on_frame: FrameConsumer,
+    on_timecode: TimecodeConsumer,
+    on_mark: MarkConsumer,
+) -> gst_app::AppSinkCallbacks {
+    let flashes = std::sync::Mutex::new(lipsync::FlashDetector::default());
+    let gaps = std::sync::Mutex::new(timecode::Gaps::default());
+    gst_app::AppSinkCallbacks::builder()
+        .new_sample(move |sink| {
+            let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+            counters.frames_decoded.fetch_add(1, Ordering::Relaxed);
+            if let Some(info) = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok()) {
+                counters.width.store(info.width(), Ordering::Relaxed);
+                counters.height.store(info.height(), Ordering::Relaxed);
+            }
+            if let Some(pts) = sample.buffer().and_then(|b| b.pts()) {
+                let read = sample_flash(&sample);
+                let started = flashes.lock().unwrap_or_else(|p| p.into_inner()).frame(pts.nseconds(), read);
+                if let Some(t) = started {
+                    on_mark(AvMark::Flash(t));
+                }
+            }
+            let read = sample_timecodes(&sample);
+            let mut g = gaps.lock().unwrap_or_else(|p| p.into_inner());
+            counters.frames_missing.fetch_add(g.frame(read.map(|(tc, _)| tc.frame)), Ordering::Relaxed);
+            counters.frames_unread.store(g.unread(), Ordering::Relaxed);
+            drop(g);
+            if let Some((tc, echo)) = read {
+                on_timecode(tc, echo);
+            }
+            on_frame(&sample);
+            Ok(gst::FlowSuccess::Ok)
+        })
+        .build()
 }
 
 #[cfg(test)]
