@@ -4,6 +4,7 @@
 //! turns the machine's actions into starting and stopping media. It publishes a
 //! [`DaemonStatus`] for the API and beats a heartbeat the systemd watchdog thread checks.
 
+mod main_loop;
 mod media;
 mod screen;
 mod status;
@@ -12,23 +13,22 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use telebridge_config::{Role, ValidConfig};
+use telebridge_config::ValidConfig;
 use telebridge_gpio::backend::{Board, SimBoard, SimState};
-use telebridge_gpio::{ButtonEvent, LedPattern};
+use telebridge_gpio::ButtonEvent;
 
 use tokio::sync::{mpsc, watch};
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
-use crate::changes::{self};
-use crate::sample::MediaSample;
 use crate::sd_notify::Heartbeat;
-use crate::state::{Action, Event, Machine};
+use crate::state::Machine;
 use crate::AppError;
 
+use main_loop::MainLoop;
 pub use media::simulate;
-use media::{apply, start_media, Media, MediaEvent, MediaShared};
+use media::MediaShared;
 use screen::Screen;
-use status::{alerts, input_info, role_name, unix_ms};
+use status::{input_info, role_name, unix_ms};
 pub use status::{DaemonStatus, InputInfo};
 
 /// Turns the file's configuration into the running one (`--sim` and the command line's flags);
@@ -187,180 +187,24 @@ pub fn start(
         peer_messages: shared.peer_messages.clone(),
         received_preview: shared.received.clone(),
     };
-    let task =
-        tokio::spawn(main_loop(options, machine, patterns, status_tx, cmd_rx, heartbeat, started, shared, shutdown));
+    let (media_tx, media_rx) = mpsc::unbounded_channel();
+    let main = MainLoop {
+        config: options.config,
+        peer_link: options.peer_link,
+        machine,
+        patterns,
+        status_tx,
+        heartbeat,
+        started,
+        shared,
+        media_tx,
+        media: None,
+        generation: 0,
+        last_sample: None,
+        pending_restart: Vec::new(),
+        screen: Screen::default(),
+        pairing_requests: 0,
+    };
+    let task = tokio::spawn(main.run(cmd_rx, media_rx, shutdown));
     Ok((handle, task))
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn main_loop(
-    options: DaemonOptions,
-    mut machine: Machine,
-    patterns: Arc<Mutex<[LedPattern; 4]>>,
-    status_tx: watch::Sender<DaemonStatus>,
-    mut commands: mpsc::Receiver<DaemonCommand>,
-    heartbeat: Heartbeat,
-    started: Instant,
-    shared: MediaShared,
-    shutdown: impl std::future::Future<Output = ()>,
-) {
-    let now_ms = || started.elapsed().as_millis() as u64;
-    let mut config = options.config.clone();
-    let mut peer_link = options.peer_link.clone();
-    let (media_tx, mut media_rx) = mpsc::unbounded_channel::<(u64, MediaEvent)>();
-    let mut media: Option<Media> = None;
-    let mut generation = 0u64;
-    let mut last_sample: Option<MediaSample> = None;
-    let mut pending_restart: Vec<&'static str> = Vec::new();
-    let mut screen = Screen::default();
-    let mut pairing_requests = 0u64;
-    tokio::pin!(shutdown);
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-
-    let mut events = vec![Event::Booted { start_live: config.start_live }];
-    loop {
-        // Feed the machine, act on what it says.
-        for event in events.drain(..) {
-            let before = machine.state;
-            let (next, actions) = machine.step(&event, now_ms());
-            machine = next;
-            if machine.state != before {
-                match &machine.reason {
-                    Some(r) => info!(from = ?before, to = ?machine.state, reason = %r, "state"),
-                    None => info!(from = ?before, to = ?machine.state, "state"),
-                }
-            }
-            for action in actions {
-                match action {
-                    Action::Start => {
-                        generation += 1;
-                        media = Some(start_media(&config, &peer_link, generation, media_tx.clone(), &shared));
-                    }
-                    Action::Stop => {
-                        if let Some(mut m) = media.take() {
-                            if let Some(stop) = m.stop.take() {
-                                let _ = stop.send(());
-                            }
-                        }
-                        last_sample = None;
-                        *shared.preview.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                        *shared.received.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                    }
-                    Action::ShowSetup => {
-                        if config.role == Role::Bridge {
-                            // A bridge's long press asks for a pairing code (the web side shows it).
-                            pairing_requests += 1;
-                        }
-                        let text = screen.setup_card(&config);
-                        info!(text = %text.replace('\n', " / "), "button held 10 s: showing the address");
-                        screen.show_until = Some(Instant::now() + Duration::from_millis(crate::state::SETUP_SHOW_MS));
-                    }
-                }
-            }
-        }
-        screen.update(&config, machine.state.running() && matches!(config.role, Role::Decoder | Role::Bridge));
-        heartbeat.beat();
-        let now = now_ms();
-        let gpio = status_tx.borrow().gpio;
-        *patterns.lock().unwrap_or_else(|p| p.into_inner()) = machine.leds(now);
-        status_tx.send_replace(DaemonStatus {
-            name: config.name.clone(),
-            role: role_name(config.role),
-            since_unix_ms: unix_ms().saturating_sub(now.saturating_sub(machine.since_ms)),
-            led_patterns: machine.leds(now),
-            machine: machine.clone(),
-            gpio,
-            media: last_sample.clone(),
-            running: machine.state.running(),
-            links: last_sample.as_ref().map(MediaSample::link_views).unwrap_or_default(),
-            uptime_s: started.elapsed().as_secs(),
-            pending_restart: pending_restart.clone(),
-            screen: screen.shown(),
-            input: input_info(&config, &machine),
-            alerts: alerts(&machine, last_sample.as_ref(), &pending_restart),
-            pairing_requests,
-        });
-
-        tokio::select! {
-            _ = &mut shutdown => break,
-            _ = tick.tick() => {}
-            Some((generation_of, e)) = media_rx.recv() => {
-                // Events of media already stopped are stale.
-                if media.as_ref().is_some_and(|m| m.generation == generation_of) {
-                    match e {
-                        MediaEvent::Sample(sample) => {
-                            events.push(Event::Links(sample.links()));
-                            if let Some(present) = sample.signal().filter(|p| *p != machine.signal) {
-                                events.push(Event::Signal(present));
-                            }
-                            last_sample = Some(*sample);
-                        }
-                        MediaEvent::Ended(Ok(())) => {
-                            media = None;
-                            events.push(Event::Stopped);
-                        }
-                        MediaEvent::Ended(Err(e)) => {
-                            error!(error = %e, "media failed");
-                            media = None;
-                            events.push(Event::Failed(e.to_string()));
-                        }
-                    }
-                }
-            }
-            Some(cmd) = commands.recv() => match cmd {
-                DaemonCommand::Live(live) => events.push(Event::Api { live }),
-                DaemonCommand::Button(b) => events.push(Event::Button(b)),
-                DaemonCommand::SetupText(text) => screen.setup = text,
-                DaemonCommand::PairingText(text) => screen.pairing = text,
-                DaemonCommand::ToPeer(message) => {
-                    if let Some(cmds) = media.as_ref().and_then(|m| m.commands.clone()) {
-                        let _ = cmds.try_send(crate::EncoderCommand::ToPeer(message));
-                    }
-                }
-                DaemonCommand::PeerLink(link) => {
-                    let link = *link;
-                    let changed = link != peer_link;
-                    peer_link = link;
-                    if changed && config.role == Role::Bridge && machine.state.running() {
-                        info!(paired = peer_link.is_ok(), "the pairing changed: restarting the bridge");
-                        if let Some(stop) = media.as_mut().and_then(|m| m.stop.take()) {
-                            let _ = stop.send(());
-                        }
-                        generation += 1;
-                        media = Some(start_media(&config, &peer_link, generation, media_tx.clone(), &shared));
-                    }
-                }
-                DaemonCommand::Stall(d) => {
-                    warn!(ms = d.as_millis() as u64, "stalling the main loop on request (simulation)");
-                    std::thread::sleep(d);
-                }
-                DaemonCommand::Apply(new) => {
-                    let plan = changes::plan(&config, &new);
-                    apply(&plan, &mut media, &mut pending_restart);
-                    config = *new;
-                    if plan.restart_media && machine.state.running() {
-                        generation += 1;
-                        media = Some(start_media(&config, &peer_link, generation, media_tx.clone(), &shared));
-                    }
-                }
-            },
-        }
-    }
-    info!("stopping");
-    let _ = crate::sd_notify::notify("STOPPING=1");
-    screen.close();
-    if let Some(mut m) = media.take() {
-        if let Some(stop) = m.stop.take() {
-            let _ = stop.send(());
-        }
-        // Let the media close its connections (each output joins its thread).
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            match tokio::time::timeout(Duration::from_millis(200), media_rx.recv()).await {
-                Ok(Some((g, MediaEvent::Ended(_)))) if g == m.generation => break,
-                Ok(None) => break,
-                _ => {}
-            }
-        }
-    }
 }
