@@ -10,6 +10,14 @@ pub const LINES: usize = 300;
 
 static RING: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
 
+/// Routes libsrt's and GStreamer's own logs through `tracing`, and the rejections either of
+/// them logs to the SRT outputs and inputs that say why a connection was refused. After
+/// `telebridge_media::init`.
+pub fn route_library_logs() {
+    telebridge_srt::install_log_hook();
+    telebridge_media::route_log(telebridge_srt::reject::note_log_line);
+}
+
 /// The last `n` log lines, oldest first.
 pub fn tail(n: usize) -> Vec<String> {
     let ring = RING.lock().unwrap_or_else(|p| p.into_inner());

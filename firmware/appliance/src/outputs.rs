@@ -1,5 +1,5 @@
-//! Any output (SRT, RTMP, recording) behind one type, fed the same TS buffers: the encoder and
-//! the relay start and stop them the same way.
+//! Any output (SRT, RTMP, recording) behind one trait over bytes: the encoder's fan-out and the
+//! relay's input hand every output the same TS bytes, and start and stop them the same way.
 
 use std::sync::Arc;
 
@@ -9,104 +9,22 @@ use telebridge_srt::{OutputStatus, SrtOutput};
 
 use crate::AppError;
 
-/// Any output, fed the same TS buffers.
-#[derive(Debug)]
-pub enum Output {
-    /// SRT caller, listener or rendezvous.
-    Srt(SrtOutput),
-    /// RTMP or RTMPS publisher.
-    Rtmp(RtmpOutput),
-    /// Recording to files.
-    File(Recording),
-}
-
-impl Output {
-    /// Starts the output `spec` named `name` with about `queue_bytes` of buffer; `keyframe`
-    /// asks the source for a keyframe when a peer joins.
-    pub fn start(
-        name: &str,
-        spec: &OutputSpec,
-        queue_bytes: u64,
-        keyframe: Arc<dyn Fn() + Send + Sync>,
-    ) -> Result<Self, AppError> {
-        Ok(match spec {
-            OutputSpec::Srt(url) => Output::Srt(
-                SrtOutput::start(name.to_string(), url.clone(), keyframe)
-                    .map_err(|e| AppError::BadInput(e.to_string()))?,
-            ),
-            OutputSpec::Rtmp(url) => {
-                Output::Rtmp(RtmpOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe))
-            }
-            OutputSpec::File(f) => Output::File(Recording::start(name.to_string(), f.clone())),
-        })
-    }
-
-    /// Hands the output one TS buffer; never blocks.
-    pub fn push(&self, buffer: &gst::Buffer) {
-        match self {
-            Output::Srt(o) => o.push(buffer),
-            Output::Rtmp(o) => o.push(buffer),
-            Output::File(o) => o.push(buffer),
-        }
-    }
-
-    /// Hands the output bytes (a relay's input): an SRT output sends them as they are, the
-    /// others take them as a GStreamer buffer.
-    pub fn send(&self, data: &[u8]) {
-        match self {
-            Output::Srt(o) => o.send(data),
-            Output::File(o) => o.send(data),
-            Output::Rtmp(o) => o.push(&gst::Buffer::from_slice(data.to_vec())),
-        }
-    }
-
-    /// Whether the output runs a GStreamer pipeline: RTMP does; SRT and recording do not.
-    pub fn needs_gstreamer(spec: &OutputSpec) -> bool {
-        matches!(spec, OutputSpec::Rtmp(_))
-    }
-
-    /// The output's status.
-    pub fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus> {
-        match self {
-            Output::Srt(o) => o.status(),
-            Output::Rtmp(o) => o.status(),
-            Output::File(o) => o.status(),
-        }
-    }
-
-    /// Stops the output and joins its thread.
-    pub fn stop(self) {
-        match self {
-            Output::Srt(o) => o.stop(),
-            Output::Rtmp(o) => o.stop(),
-            Output::File(o) => o.stop(),
-        }
-    }
-}
-
-/// One output of a relay, whatever its kind: what the relay needs of it.
-pub trait RelayOutput: Send + Sync {
-    /// Hands it bytes as they arrived from the input; never blocks.
+/// One output, whatever its kind.
+pub trait Output: Send + Sync {
+    /// Hands it TS bytes; never blocks (an output that falls behind drops and counts).
     fn send(&self, data: &[u8]);
     /// Its status.
     fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus>;
     /// Stops it and joins its thread.
     fn stop(self: Box<Self>);
-}
-
-impl RelayOutput for Output {
-    fn send(&self, data: &[u8]) {
-        Output::send(self, data)
-    }
-    fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus> {
-        Output::status(self)
-    }
-    fn stop(self: Box<Self>) {
-        Output::stop(*self)
+    /// An SRT output, for what only SRT has (its links' counters for the adaptive bitrate, its
+    /// pacing, a message to the paired box); `None` for the others.
+    fn srt(&self) -> Option<&SrtOutput> {
+        None
     }
 }
 
-impl RelayOutput for SrtOutput {
+impl Output for SrtOutput {
     fn send(&self, data: &[u8]) {
         SrtOutput::send(self, data)
     }
@@ -116,9 +34,24 @@ impl RelayOutput for SrtOutput {
     fn stop(self: Box<Self>) {
         SrtOutput::stop(*self)
     }
+    fn srt(&self) -> Option<&SrtOutput> {
+        Some(self)
+    }
 }
 
-impl RelayOutput for Recording {
+impl Output for RtmpOutput {
+    fn send(&self, data: &[u8]) {
+        RtmpOutput::send(self, data)
+    }
+    fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus> {
+        RtmpOutput::status(self)
+    }
+    fn stop(self: Box<Self>) {
+        RtmpOutput::stop(*self)
+    }
+}
+
+impl Output for Recording {
     fn send(&self, data: &[u8]) {
         Recording::send(self, data)
     }
@@ -130,23 +63,41 @@ impl RelayOutput for Recording {
     }
 }
 
+/// Starts the output `spec` named `name` with about `queue_bytes` of buffer (RTMP's queue);
+/// `keyframe` asks the source for a keyframe when a peer joins.
+pub fn start(
+    name: &str,
+    spec: &OutputSpec,
+    queue_bytes: u64,
+    keyframe: Arc<dyn Fn() + Send + Sync>,
+) -> Result<Box<dyn Output>, AppError> {
+    Ok(match spec {
+        OutputSpec::Srt(url) => Box::new(
+            SrtOutput::start(name.to_string(), url.clone(), keyframe).map_err(|e| AppError::BadInput(e.to_string()))?,
+        ),
+        OutputSpec::Rtmp(url) => Box::new(RtmpOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe)),
+        OutputSpec::File(f) => Box::new(Recording::start(name.to_string(), f.clone())),
+    })
+}
+
+/// Whether the output runs a GStreamer pipeline: RTMP does; SRT and recording do not.
+pub fn needs_gstreamer(spec: &OutputSpec) -> bool {
+    matches!(spec, OutputSpec::Rtmp(_))
+}
+
 /// Starts a relay output of any kind; GStreamer is started for RTMP.
-pub fn start_any(name: &str, spec: &OutputSpec, queue_bytes: u64) -> Result<Box<dyn RelayOutput>, AppError> {
-    if Output::needs_gstreamer(spec) {
+pub fn start_any(name: &str, spec: &OutputSpec, queue_bytes: u64) -> Result<Box<dyn Output>, AppError> {
+    if needs_gstreamer(spec) {
         telebridge_media::init()?;
-        telebridge_srt::install_log_hook();
+        crate::logs::route_library_logs();
     }
     // A relay cannot ask its source for a keyframe; callers that join wait for the next one.
-    Ok(Box::new(Output::start(name, spec, queue_bytes, Arc::new(|| {}))?))
+    start(name, spec, queue_bytes, Arc::new(|| {}))
 }
 
 /// Starts an SRT output or a recording, which need no GStreamer: a relay built from this alone
 /// links neither GStreamer nor GLib (`telebridge-relay`). RTMP is refused.
-pub fn start_without_gstreamer(
-    name: &str,
-    spec: &OutputSpec,
-    _queue_bytes: u64,
-) -> Result<Box<dyn RelayOutput>, AppError> {
+pub fn start_without_gstreamer(name: &str, spec: &OutputSpec, _queue_bytes: u64) -> Result<Box<dyn Output>, AppError> {
     match spec {
         OutputSpec::Srt(url) => Ok(Box::new(
             SrtOutput::start(name.to_string(), url.clone(), Arc::new(|| {}))
@@ -160,4 +111,4 @@ pub fn start_without_gstreamer(
 }
 
 /// How a relay starts its outputs: [`start_any`] or [`start_without_gstreamer`].
-pub type OutputStarter = fn(&str, &OutputSpec, u64) -> Result<Box<dyn RelayOutput>, AppError>;
+pub type OutputStarter = fn(&str, &OutputSpec, u64) -> Result<Box<dyn Output>, AppError>;

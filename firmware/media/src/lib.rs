@@ -37,6 +37,29 @@ pub fn init() -> Result<(), MediaError> {
     gst::init().map_err(|e| MediaError::Gst(e.to_string()))
 }
 
+/// Routes GStreamer's log through `tracing` (errors only, unless `GST_DEBUG` is set); the lines
+/// of its SRT plugin, which takes libsrt's log over where a peer in this process uses it, go to
+/// `srtlib_line` (they still say why a connection was refused). Once per process, after [`init`].
+pub fn route_log(srtlib_line: fn(&str)) {
+    static ONCE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        if std::env::var_os("GST_DEBUG").is_none() {
+            gst::log::remove_default_log_function();
+        }
+        gst::log::add_log_function(move |category, level, _file, _function, _line, object, message| {
+            let Some(text) = message.get() else { return };
+            if category.name() == "srtlib" {
+                srtlib_line(&text);
+                return;
+            }
+            if level <= gst::DebugLevel::Error {
+                let who = object.map(|o| o.to_string()).unwrap_or_default();
+                tracing::debug!(target: "gstreamer", "{} {who}: {text}", category.name());
+            }
+        });
+    });
+}
+
 /// Whether GStreamer has an element factory of this name (initialising GStreamer first: the
 /// question is asked before any pipeline exists, e.g. when a connected monitor makes the setup
 /// screen pick `kmssink`).

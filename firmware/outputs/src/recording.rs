@@ -57,14 +57,7 @@ impl Recording {
         Self { tx, pending: Mutex::new(Vec::with_capacity(BATCH_BYTES)), status: status_rx, dropped, supervisor }
     }
 
-    /// Hands the recording one TS buffer; never blocks (dropped if the disk cannot keep up).
-    pub fn push(&self, buffer: &gst::Buffer) {
-        if let Ok(map) = buffer.map_readable() {
-            self.send(map.as_slice());
-        }
-    }
-
-    /// As [`Recording::push`], for bytes (a relay's input; no GStreamer needed). Gathered into
+    /// Hands the recording TS bytes; never blocks. Gathered into
     /// batches of [`BATCH_BYTES`] before they go to the writer's thread: one hand-over (and one
     /// wake of that thread) per 32 messages, not per message.
     pub fn send(&self, data: &[u8]) {

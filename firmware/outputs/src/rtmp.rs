@@ -48,14 +48,14 @@ impl RtmpOutput {
         Self { slot, queue_bytes, dropped, status: status_rx, supervisor }
     }
 
-    /// Hands the output one TS buffer; never blocks.
-    pub fn push(&self, buffer: &gst::Buffer) {
+    /// Hands the output TS bytes; never blocks.
+    pub fn send(&self, data: &[u8]) {
         let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(src) = slot.as_ref() {
-            if src.current_level_bytes() + buffer.size() as u64 > self.queue_bytes {
+            if src.current_level_bytes() + data.len() as u64 > self.queue_bytes {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
-            let _ = src.push_buffer(buffer.clone());
+            let _ = src.push_buffer(gst::Buffer::from_slice(data.to_vec()));
         }
     }
 

@@ -125,32 +125,19 @@ fn record(reason: RejectReason) {
     g.push((now, reason));
 }
 
-/// Routes GStreamer's log through `tracing` (errors only, unless `GST_DEBUG` is set) and libsrt's
-/// own log through [`classify`], so outputs and inputs can say why a connection was refused.
-/// Call once, after `gst::init`.
+/// Routes libsrt's log through [`classify`], so outputs and inputs can say why a connection
+/// was refused (GStreamer's log, where a process has it, is routed by `telebridge_media`, whose
+/// SRT plugin lines come to [`note_log_line`]).
 pub fn install_log_hook() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        if std::env::var_os("GST_DEBUG").is_none() {
-            gst::log::remove_default_log_function();
-        }
-        gst::log::add_log_function(|category, level, _file, _function, _line, object, message| {
-            let Some(text) = message.get() else { return };
-            if category.name() == "srtlib" {
-                // GStreamer's SRT plugin, where a peer uses it in this process, takes over
-                // libsrt's log; its lines still say why.
-                if let Some(reason) = classify(&text) {
-                    record(reason);
-                }
-                return;
-            }
-            if level <= gst::DebugLevel::Error {
-                let who = object.map(|o| o.to_string()).unwrap_or_default();
-                tracing::debug!(target: "gstreamer", "{} {who}: {text}", category.name());
-            }
-        });
-    });
     route_libsrt_log();
+}
+
+/// One line of libsrt's log from elsewhere (GStreamer's SRT plugin takes libsrt's log over in a
+/// process that uses it): a rejection in it is recorded for [`rejected_since`].
+pub fn note_log_line(text: &str) {
+    if let Some(reason) = classify(text) {
+        record(reason);
+    }
 }
 
 /// Points libsrt's log at [`classify`]: every rejection libsrt logs (on either side of a

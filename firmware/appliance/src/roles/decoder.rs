@@ -104,7 +104,7 @@ pub async fn run_decoder(
     shutdown: impl Future<Output = ()>,
 ) -> Result<DecodeSummary, AppError> {
     telebridge_media::init()?;
-    telebridge_srt::install_log_hook();
+    crate::logs::route_library_logs();
     let mut run = DecoderRun::start(options)?;
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(Duration::from_millis(250));

@@ -97,7 +97,7 @@ pub async fn run_encoder(
     shutdown: impl Future<Output = ()>,
 ) -> Result<Summary, AppError> {
     telebridge_media::init()?;
-    telebridge_srt::install_log_hook();
+    crate::logs::route_library_logs();
     let mut commands = options.commands;
     let duration = options.duration;
     let mut rate_tick = tokio::time::interval(options.rate_step.unwrap_or(crate::rate::STEP));

@@ -11,7 +11,7 @@ use telebridge_config::{OutputSpec, SrtUrl};
 use telebridge_srt::{InputStatus, OutputStatus, SrtInput};
 use tracing::info;
 
-use crate::outputs::{OutputStarter, RelayOutput};
+use crate::outputs::{Output, OutputStarter};
 use crate::AppError;
 
 /// Receives each one-second sample.
@@ -65,7 +65,7 @@ pub struct RelaySummary {
 /// Runs the relay until `duration` elapses or `shutdown` completes.
 pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>) -> Result<RelaySummary, AppError> {
     // SRT to SRT and to a recording needs no GStreamer at all: only an RTMP output starts it.
-    let mut outputs: Vec<Arc<Box<dyn RelayOutput>>> = Vec::new();
+    let mut outputs: Vec<Arc<Box<dyn Output>>> = Vec::new();
     for (name, spec) in &options.outputs {
         outputs.push(Arc::new((options.start_output)(name, spec, options.queue_bytes)?));
         info!(output = %spec.label(), "output added");

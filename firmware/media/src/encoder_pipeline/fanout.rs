@@ -1,12 +1,13 @@
-//! The TS fan-out: every 1316-byte buffer the muxer makes, handed to each output.
+//! The TS fan-out: the bytes of every buffer the muxer makes, mapped once and handed to each
+//! output.
 
 use std::sync::{Arc, Mutex};
 
 /// Identifies a consumer registered with [`TsFanout::add`].
 pub type TsConsumerId = u64;
-type TsConsumer = Box<dyn Fn(&gst::Buffer) + Send + Sync>;
+type TsConsumer = Box<dyn Fn(&[u8]) + Send + Sync>;
 
-/// Hands each MPEG-TS buffer to every registered consumer. Consumers must not block: outputs
+/// Hands the bytes of each MPEG-TS buffer to every registered consumer. Consumers must not block: outputs
 /// push into their own bounded leaky queue. Survives pipeline rebuilds (source changes).
 #[derive(Clone, Default)]
 pub struct TsFanout {
@@ -25,7 +26,7 @@ impl std::fmt::Debug for TsFanout {
 
 impl TsFanout {
     /// Registers a consumer; returns its id for [`TsFanout::remove`].
-    pub fn add(&self, consumer: impl Fn(&gst::Buffer) + Send + Sync + 'static) -> TsConsumerId {
+    pub fn add(&self, consumer: impl Fn(&[u8]) + Send + Sync + 'static) -> TsConsumerId {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         g.0 += 1;
         let id = g.0;
@@ -38,10 +39,10 @@ impl TsFanout {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).1.retain(|(i, _)| *i != id);
     }
 
-    pub(super) fn push(&self, buffer: &gst::Buffer) {
+    pub(super) fn push(&self, data: &[u8]) {
         let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         for (_, consumer) in g.1.iter() {
-            consumer(buffer);
+            consumer(data);
         }
     }
 }

@@ -324,7 +324,11 @@ fn ts_sink(counters: Arc<EncoderCounters>, fanout: TsFanout) -> gst_app::AppSink
         gst_app::AppSinkCallbacks::builder()
             .new_sample(move |sink| {
                 let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
-                let buffer = match sample.buffer_list() {
+                let push = |data: &[u8]| {
+                    counters.ts_bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+                    fanout.push(data);
+                };
+                match sample.buffer_list() {
                     Some(list) => {
                         let mut merged = Vec::with_capacity(list.calculate_size());
                         for b in list.iter() {
@@ -332,13 +336,13 @@ fn ts_sink(counters: Arc<EncoderCounters>, fanout: TsFanout) -> gst_app::AppSink
                                 merged.extend_from_slice(map.as_slice());
                             }
                         }
-                        Some(gst::Buffer::from_mut_slice(merged))
+                        push(&merged);
                     }
-                    None => sample.buffer_owned(),
-                };
-                if let Some(buffer) = buffer {
-                    counters.ts_bytes.fetch_add(buffer.size() as u64, Ordering::Relaxed);
-                    fanout.push(&buffer);
+                    None => {
+                        if let Some(map) = sample.buffer().and_then(|b| b.map_readable().ok()) {
+                            push(map.as_slice());
+                        }
+                    }
                 }
                 Ok(gst::FlowSuccess::Ok)
             })

@@ -186,15 +186,9 @@ impl SrtOutput {
         Ok(Self { name, fixed_bandwidth, shared, status: status_rx, supervisor })
     }
 
-    /// Hands the output one TS buffer: each 1316-byte piece goes straight into every
-    /// connection's libsrt send buffer. Never blocks; counted in `queue_dropped` when a
-    /// connection's send buffer is full (the link cannot keep up).
-    pub fn push(&self, buffer: &gst::Buffer) {
-        let Ok(map) = buffer.map_readable() else { return };
-        self.send(map.as_slice());
-    }
-
-    /// As [`SrtOutput::push`], for bytes.
+    /// Hands the output TS bytes: each 1316-byte piece goes straight into every connection's
+    /// libsrt send buffer. Never blocks; counted in `queue_dropped` when a connection's send
+    /// buffer is full (the link cannot keep up).
     pub fn send(&self, data: &[u8]) {
         let conns = self.shared.conns();
         for conn in conns.iter() {

@@ -43,7 +43,7 @@ impl Loop {
                 .map_err(|e| AppError::BadInput(e.to_string()))?,
         );
         let o = output.clone();
-        fanout.add(move |b| o.push(b));
+        fanout.add(move |data| o.send(data));
         pipeline.start()?;
         info!(output = %url, "looping the picture back");
         Ok(Self { pipeline, output })

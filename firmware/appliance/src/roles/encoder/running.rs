@@ -16,7 +16,7 @@ use crate::stats::{EncoderMeter, StatsSample, Summary};
 use crate::AppError;
 
 /// One output of the encoder: its name, the output, and its place in the fan-out.
-type Running = (String, Arc<Output>, telebridge_media::TsConsumerId);
+type Running = (String, Arc<Box<dyn Output>>, telebridge_media::TsConsumerId);
 
 /// The encoder role while it runs: the pipeline, the outputs it feeds, the rate control and the
 /// signal watch, stepped by the run loop's events.
@@ -108,14 +108,14 @@ impl EncoderRun {
         self.started.elapsed().as_millis() as u64
     }
 
-    fn start_output(&self, name: &str, spec: &OutputSpec) -> Result<Arc<Output>, AppError> {
-        Output::start(name, spec, self.queue_bytes, self.keyframe_proxy.clone()).map(Arc::new)
+    fn start_output(&self, name: &str, spec: &OutputSpec) -> Result<Arc<Box<dyn Output>>, AppError> {
+        crate::outputs::start(name, spec, self.queue_bytes, self.keyframe_proxy.clone()).map(Arc::new)
     }
 
     /// Feeds `out` from the fan-out.
-    fn attach(&mut self, name: String, out: Arc<Output>) {
+    fn attach(&mut self, name: String, out: Arc<Box<dyn Output>>) {
         let o = out.clone();
-        let id = self.fanout.add(move |buf| o.push(buf));
+        let id = self.fanout.add(move |data| o.send(data));
         self.outputs.push((name, out, id));
     }
 
@@ -133,7 +133,7 @@ impl EncoderRun {
         )
         .map_err(|e| AppError::Runtime(e.to_string()))?;
         link.feed.set_output(out.status());
-        self.attach(link.name.clone(), Arc::new(Output::Srt(out)));
+        self.attach(link.name.clone(), Arc::new(Box::new(out)));
         info!(link = %link.url, "connection to the paired box added");
         Ok(())
     }
@@ -179,10 +179,7 @@ impl EncoderRun {
         let links: Vec<(String, crate::rate::LinkSample)> = self
             .outputs
             .iter()
-            .filter_map(|(name, o, _)| match o.as_ref() {
-                Output::Srt(o) => Some((name, o)),
-                _ => None,
-            })
+            .filter_map(|(name, o, _)| o.srt().map(|o| (name, o)))
             .flat_map(|(name, o)| {
                 o.stats_now().into_iter().map(move |(peer, st)| {
                     let key = match peer {
@@ -338,7 +335,7 @@ impl EncoderRun {
 /// Paces every SRT output as the rate control says.
 fn pace(outputs: &[Running], pacing: telebridge_srt::output::Pacing) {
     for (_, o, _) in outputs {
-        if let Output::Srt(o) = o.as_ref() {
+        if let Some(o) = o.srt() {
             o.pace(pacing);
         }
     }
