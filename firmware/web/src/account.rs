@@ -13,13 +13,13 @@ use telebridge_appliance::DaemonCommand;
 use tracing::{info, warn};
 
 use crate::auth::{self, COOKIE, MIN_PASSWORD};
-use crate::body::{read_body, SMALL_BODY};
+use crate::body::{read_body, Shape, SMALL_BODY};
 use crate::error::{error, refused, ApiError};
 use crate::middleware::{client_ip, session_cookie, session_token};
 use crate::AppState;
 
-pub(crate) async fn setup_status(State(s): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({ "needed": s.auth.setup_code().is_some(), "min_password": MIN_PASSWORD }))
+pub(crate) async fn setup_status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    Ok(Json(json!({ "needed": s.auth.setup_code().is_some(), "min_password": MIN_PASSWORD })))
 }
 
 #[derive(Deserialize)]
@@ -29,52 +29,50 @@ pub(crate) struct SetupBody {
     password: String,
 }
 
-pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Response {
+impl Shape for SetupBody {
+    const SHAPE: &'static str = r#"{"code": "1234-5678", "password": "..."}"#;
+}
+
+pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let ip = client_ip(req.extensions());
     let Some(code) = s.auth.setup_code() else {
-        return error(StatusCode::CONFLICT, "the password is already set; log in instead");
+        return Err(error(StatusCode::CONFLICT, "the password is already set; log in instead"));
     };
-    let (body, attempt) =
-        match attempt_body::<SetupBody>(&s, ip, req, "{\"code\": \"1234-5678\", \"password\": \"...\"}").await {
-            Ok(x) => x,
-            Err(r) => return r,
-        };
+    let (body, attempt) = attempt_body::<SetupBody>(&s, ip, req).await?;
     if body.code.trim() != code {
         attempt.failed(Instant::now());
         warn!(%ip, "wrong setup code");
-        return error(
+        return Err(error(
             StatusCode::FORBIDDEN,
             "wrong setup code: it is on the HDMI output, in the log and on the boot partition",
-        );
+        ));
     }
-    if let Some(r) = password_rule("password", &body.password) {
-        return r;
-    }
-    match set_password(&s, body.password).await {
-        Ok(()) => {
-            s.auth.finish_setup();
-            attempt.succeeded();
-            // The code is spent: a file that says otherwise only misleads.
-            crate::helper::publish_setup_code(&s.store.file().web.setup_code_file, None);
-            let _ = s.daemon.commands().send(DaemonCommand::SetupText(None)).await;
-            info!(%ip, "setup done: password set");
-            let token = s.auth.new_session(Instant::now());
-            ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
-        }
-        Err(r) => r,
-    }
+    password_rule("password", &body.password)?;
+    set_password(&s, body.password).await?;
+    s.auth.finish_setup();
+    attempt.succeeded();
+    // The code is spent: a file that says otherwise only misleads.
+    crate::helper::publish_setup_code(&s.store.file().web.setup_code_file, None);
+    let _ = s.daemon.commands().send(DaemonCommand::SetupText(None)).await;
+    info!(%ip, "setup done: password set");
+    Ok(new_session(&s))
+}
+
+/// A new session, in its cookie.
+fn new_session(s: &AppState) -> Response {
+    let token = s.auth.new_session(Instant::now());
+    ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
 }
 
 /// The body of a request that asks for a password check, read before the check is begun: an
 /// address that may not try now is refused unread, and a body that does not arrive within its
 /// time or does not parse counts as a wrong attempt (issue 36, finding 3: half-sent bodies held
 /// every check while their senders were never locked out).
-async fn attempt_body<T: serde::de::DeserializeOwned>(
+async fn attempt_body<T: serde::de::DeserializeOwned + Shape>(
     s: &AppState,
     ip: IpAddr,
     req: Request,
-    shape: &str,
-) -> Result<(T, auth::Attempt), Response> {
+) -> Result<(T, auth::Attempt), ApiError> {
     s.auth.admit(ip, Instant::now()).map_err(|r| refused(ip, r))?;
     let bytes = read_body(req, SMALL_BODY).await.inspect_err(|_| {
         s.auth.failed_unread(ip, Instant::now());
@@ -82,31 +80,33 @@ async fn attempt_body<T: serde::de::DeserializeOwned>(
     })?;
     let body = serde_json::from_slice::<T>(&bytes).map_err(|_| {
         s.auth.failed_unread(ip, Instant::now());
-        error(StatusCode::UNPROCESSABLE_ENTITY, format!("body must be {shape}"))
+        // (Not serde's words: they could quote the password.)
+        error(StatusCode::UNPROCESSABLE_ENTITY, format!("body must be {}", T::SHAPE))
     })?;
     let attempt = s.auth.begin(ip, Instant::now()).map_err(|r| refused(ip, r))?;
     Ok((body, attempt))
 }
 
 /// A new password's length rule, as an answer naming `field` when it is broken.
-fn password_rule(field: &str, password: &str) -> Option<Response> {
+fn password_rule(field: &str, password: &str) -> Result<(), ApiError> {
     let n = password.chars().count();
-    (!(MIN_PASSWORD..=auth::MAX_PASSWORD).contains(&n)).then(|| {
-        error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("{field}: {n} characters; it must have at least {MIN_PASSWORD} and at most {}", auth::MAX_PASSWORD),
-        )
-    })
+    if (MIN_PASSWORD..=auth::MAX_PASSWORD).contains(&n) {
+        return Ok(());
+    }
+    Err(error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        format!("{field}: {n} characters; it must have at least {MIN_PASSWORD} and at most {}", auth::MAX_PASSWORD),
+    ))
 }
 
-async fn set_password(s: &AppState, password: String) -> Result<(), Response> {
+async fn set_password(s: &AppState, password: String) -> Result<(), ApiError> {
     let hash = s.checker.hash(password).await.map_err(|e| {
         warn!(error = %e, "cannot hash the new password");
         error(StatusCode::SERVICE_UNAVAILABLE, "the box is busy checking passwords: try again in a few seconds")
     })?;
     let mut c = s.store.file();
     c.web.password_hash = hash;
-    s.store.replace(c).await.map(|_| ()).map_err(|e| ApiError::from(e).into_response())
+    s.store.replace(c).await.map(|_| ()).map_err(ApiError::from)
 }
 
 /// Checks `password` against the box's for `attempt`: `Ok` when right (the caller ends the
@@ -117,7 +117,7 @@ async fn check(
     ip: IpAddr,
     attempt: auth::Attempt,
     password: String,
-) -> Result<auth::Attempt, Option<Response>> {
+) -> Result<auth::Attempt, Option<ApiError>> {
     if password.chars().count() > auth::MAX_PASSWORD {
         attempt.failed(Instant::now());
         return Err(None);
@@ -138,33 +138,33 @@ pub(crate) struct LoginBody {
     password: String,
 }
 
-pub(crate) async fn login(State(s): State<AppState>, req: Request) -> Response {
+impl Shape for LoginBody {
+    const SHAPE: &'static str = r#"{"password": "..."}"#;
+}
+
+pub(crate) async fn login(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let ip = client_ip(req.extensions());
     if s.auth.setup_code().is_some() {
-        return error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code");
+        return Err(error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code"));
     }
-    let (body, attempt) = match attempt_body::<LoginBody>(&s, ip, req, "{\"password\": \"...\"}").await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+    let (body, attempt) = attempt_body::<LoginBody>(&s, ip, req).await?;
     match check(&s, ip, attempt, body.password).await {
         Ok(attempt) => attempt.succeeded(),
         Err(None) => {
             warn!(%ip, "wrong password");
-            return error(StatusCode::UNAUTHORIZED, "wrong password");
+            return Err(error(StatusCode::UNAUTHORIZED, "wrong password"));
         }
-        Err(Some(busy)) => return busy,
+        Err(Some(busy)) => return Err(busy),
     }
-    let token = s.auth.new_session(Instant::now());
-    ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
+    Ok(new_session(&s))
 }
 
-pub(crate) async fn logout(State(s): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn logout(State(s): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(t) = session_token(&headers) {
         s.auth.end(&t);
     }
     let clear = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
-    ([(header::SET_COOKIE, clear)], StatusCode::NO_CONTENT).into_response()
+    Ok(([(header::SET_COOKIE, clear)], StatusCode::NO_CONTENT).into_response())
 }
 
 #[derive(Deserialize)]
@@ -174,27 +174,22 @@ pub(crate) struct PasswordBody {
     new: String,
 }
 
+impl Shape for PasswordBody {
+    const SHAPE: &'static str = r#"{"current": "...", "new": "..."}"#;
+}
+
 /// Changes the password: the current one must be given; every other session ends.
-pub(crate) async fn change_password(State(s): State<AppState>, req: Request) -> Response {
+pub(crate) async fn change_password(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let ip = client_ip(req.extensions());
-    let (body, attempt) =
-        match attempt_body::<PasswordBody>(&s, ip, req, "{\"current\": \"...\", \"new\": \"...\"}").await {
-            Ok(x) => x,
-            Err(r) => return r,
-        };
+    let (body, attempt) = attempt_body::<PasswordBody>(&s, ip, req).await?;
     match check(&s, ip, attempt, body.current).await {
         Ok(attempt) => attempt.succeeded(),
-        Err(None) => return error(StatusCode::FORBIDDEN, "current: wrong password"),
-        Err(Some(busy)) => return busy,
+        Err(None) => return Err(error(StatusCode::FORBIDDEN, "current: wrong password")),
+        Err(Some(busy)) => return Err(busy),
     }
-    if let Some(r) = password_rule("new", &body.new) {
-        return r;
-    }
-    if let Err(r) = set_password(&s, body.new).await {
-        return r;
-    }
+    password_rule("new", &body.new)?;
+    set_password(&s, body.new).await?;
     s.auth.end_all();
     info!(%ip, "password changed; every session ended");
-    let token = s.auth.new_session(Instant::now());
-    ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
+    Ok(new_session(&s))
 }

@@ -6,11 +6,41 @@ use std::net::IpAddr;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 use telebridge_appliance::StoreError;
 use tracing::error as log_error;
 
 use crate::auth;
+
+/// The body of every answer that is not a success, on either side of a pairing: one box
+/// writes it, the other reads it back ([`ErrorBody::read`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorBody {
+    /// What went wrong and what to do, in words.
+    pub error: String,
+    /// A configuration that does not validate: each field and its problem.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldProblem>,
+}
+
+/// One field of a configuration that does not validate.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FieldProblem {
+    /// The field's path (`video.bitrate_kbps`); empty for the whole body.
+    pub field: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl ErrorBody {
+    fn new(error: impl Into<String>) -> Self {
+        Self { error: error.into(), errors: Vec::new() }
+    }
+
+    /// The body of another box's answer, if it is one of these.
+    pub fn read(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+}
 
 /// An answer that is not a success.
 #[derive(Debug)]
@@ -34,9 +64,9 @@ pub enum ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match self {
-            ApiError::User(code, message) => (code, Json(json!({ "error": message }))).into_response(),
+            ApiError::User(code, message) => (code, Json(ErrorBody::new(message))).into_response(),
             ApiError::Later(code, message, secs) => {
-                let mut r = (code, Json(json!({ "error": message }))).into_response();
+                let mut r = (code, Json(ErrorBody::new(message))).into_response();
                 if let Ok(v) = secs.to_string().parse() {
                     r.headers_mut().insert(header::RETRY_AFTER, v);
                 }
@@ -44,24 +74,24 @@ impl IntoResponse for ApiError {
             }
             ApiError::Invalid(errors) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
-                Json(json!({
-                    "error": "the configuration was not changed",
-                    "errors": errors.iter().map(|(f, m)| json!({ "field": f, "message": m })).collect::<Vec<_>>(),
-                })),
+                Json(ErrorBody {
+                    error: "the configuration was not changed".into(),
+                    errors: errors.into_iter().map(|(field, message)| FieldProblem { field, message }).collect(),
+                }),
             )
                 .into_response(),
             ApiError::Internal { what, detail } => {
                 log_error!(%detail, "{what}");
-                (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({ "error": format!("{what} (the box logged why)") })))
+                (StatusCode::INTERNAL_SERVER_ERROR, Json(ErrorBody::new(format!("{what} (the box logged why)"))))
                     .into_response()
             }
         }
     }
 }
 
-/// A failure answer with `message` (4xx, or a 503 with fixed words).
-pub(crate) fn error(code: StatusCode, message: impl Into<String>) -> Response {
-    ApiError::User(code, message.into()).into_response()
+/// A failure the user can act on: `code` (4xx, or a 503 with fixed words) and `message`.
+pub(crate) fn error(code: StatusCode, message: impl Into<String>) -> ApiError {
+    ApiError::User(code, message.into())
 }
 
 impl From<StoreError> for ApiError {
@@ -79,30 +109,21 @@ impl From<StoreError> for ApiError {
 }
 
 /// The answer to an attempt refused before anything was checked (see [`auth`]).
-pub(crate) fn refused(ip: IpAddr, refusal: auth::Refusal) -> Response {
-    let retry_after = |mut r: Response, secs: u64| {
-        if let Ok(v) = secs.to_string().parse() {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        r
-    };
+pub(crate) fn refused(ip: IpAddr, refusal: auth::Refusal) -> ApiError {
     match refusal {
-        auth::Refusal::Locked(wait) => retry_after(
-            error(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("too many wrong attempts from {ip}: wait {} s", wait.as_secs() + 1),
-            ),
+        auth::Refusal::Locked(wait) => ApiError::Later(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many wrong attempts from {ip}: wait {} s", wait.as_secs() + 1),
             wait.as_secs() + 1,
         ),
-        auth::Refusal::TooMany => retry_after(
-            error(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("too many attempts from {ip} at once: {} a minute are checked", auth::MAX_FAILURES),
-            ),
+        auth::Refusal::TooMany => ApiError::Later(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many attempts from {ip} at once: {} a minute are checked", auth::MAX_FAILURES),
             auth::FAILURE_WINDOW.as_secs(),
         ),
-        auth::Refusal::Busy => retry_after(
-            error(StatusCode::SERVICE_UNAVAILABLE, "the box is checking other passwords: try again in a few seconds"),
+        auth::Refusal::Busy => ApiError::Later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the box is checking other passwords: try again in a few seconds".into(),
             5,
         ),
     }
@@ -131,9 +152,9 @@ mod tests {
 
     #[tokio::test]
     async fn user_errors_keep_their_words_and_retry_after() {
-        let (status, text) = body(error(StatusCode::CONFLICT, "the password is already set")).await;
+        let (status, text) = body(error(StatusCode::CONFLICT, "the password is already set").into_response()).await;
         assert_eq!((status, text.as_str()), (StatusCode::CONFLICT, r#"{"error":"the password is already set"}"#));
-        let r = refused("192.0.2.1".parse().unwrap_or(IpAddr::V4(0.into())), auth::Refusal::Busy);
+        let r = refused("192.0.2.1".parse().unwrap_or(IpAddr::V4(0.into())), auth::Refusal::Busy).into_response();
         assert_eq!(r.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()), Some("5"));
         assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     }

@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
-use axum::extract::{Query, Request, State};
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -15,22 +15,22 @@ use telebridge_appliance::DaemonCommand;
 
 use telebridge_appliance::state::State as BoxState;
 
-use crate::body::json_body;
-use crate::error::error;
+use crate::body::{Shape, SmallJson};
+use crate::error::{error, ApiError};
 use crate::middleware::session_token;
 use crate::{metrics, AppState};
 
-pub(crate) async fn healthz(State(s): State<AppState>) -> Response {
+pub(crate) async fn healthz(State(s): State<AppState>) -> Result<Response, ApiError> {
     if s.daemon.heartbeat_age() < Duration::from_secs(2) {
-        (StatusCode::OK, "ok\n").into_response()
+        Ok((StatusCode::OK, "ok\n").into_response())
     } else {
-        error(StatusCode::SERVICE_UNAVAILABLE, "the main loop is not turning")
+        Err(error(StatusCode::SERVICE_UNAVAILABLE, "the main loop is not turning"))
     }
 }
 
-pub(crate) async fn status(State(s): State<AppState>) -> Response {
+pub(crate) async fn status(State(s): State<AppState>) -> Result<Response, ApiError> {
     let st = s.daemon.status().borrow().clone();
-    Json(st).into_response()
+    Ok(Json(st).into_response())
 }
 
 #[derive(Deserialize)]
@@ -39,21 +39,25 @@ pub(crate) struct LiveBody {
     live: bool,
 }
 
-pub(crate) async fn live(State(s): State<AppState>, req: Request) -> Response {
-    let Some(Json(body)) = json_body::<LiveBody>(req).await else {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"live\": true} or {\"live\": false}");
-    };
+impl Shape for LiveBody {
+    const SHAPE: &'static str = r#"{"live": true} or {"live": false}"#;
+}
+
+pub(crate) async fn live(
+    State(s): State<AppState>,
+    SmallJson(body): SmallJson<LiveBody>,
+) -> Result<Response, ApiError> {
     if s.daemon.commands().send(DaemonCommand::Live(body.live)).await.is_err() {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
+        return Err(error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"));
     }
-    (StatusCode::ACCEPTED, Json(json!({ "live": body.live }))).into_response()
+    Ok((StatusCode::ACCEPTED, Json(json!({ "live": body.live }))).into_response())
 }
 
 /// Server-sent events: `sample` once a second (the `--stats json` line of the running media,
 /// with the state), `state` when the state changes.
 pub(crate) async fn events(
     State(s): State<AppState>,
-) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
+) -> Result<Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let rx = s.daemon.status();
     let history = s.history.clone();
     let stream = futures_util::stream::unfold(
@@ -85,7 +89,7 @@ pub(crate) async fn events(
             }
         },
     );
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
 #[derive(Deserialize)]
@@ -93,36 +97,36 @@ pub(crate) struct CsvQuery {
     minutes: Option<u32>,
 }
 
-pub(crate) async fn stats_csv(State(s): State<AppState>, Query(q): Query<CsvQuery>) -> Response {
+pub(crate) async fn stats_csv(State(s): State<AppState>, Query(q): Query<CsvQuery>) -> Result<Response, ApiError> {
     let minutes = q.minutes.unwrap_or(5).clamp(1, 24 * 60);
-    (
+    Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
             (header::CONTENT_DISPOSITION, format!("attachment; filename=\"telebridge-{minutes}min.csv\"")),
         ],
         s.history.csv(minutes),
     )
-        .into_response()
+        .into_response())
 }
 
 /// The current picture, small (320 px wide), made at most once a second by the encoder.
-pub(crate) async fn preview(State(s): State<AppState>) -> Response {
+pub(crate) async fn preview(State(s): State<AppState>) -> Result<Response, ApiError> {
     let jpeg = s.daemon.preview();
     match jpeg {
         Some(bytes) => {
-            ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "no-store")], bytes).into_response()
+            Ok(([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "no-store")], bytes).into_response())
         }
-        None => error(StatusCode::NOT_FOUND, "no picture: the encoder is not running"),
+        None => Err(error(StatusCode::NOT_FOUND, "no picture: the encoder is not running")),
     }
 }
 
 /// `GET /api/preview-received.jpg`: what arrives from the paired box (bridge role).
-pub(crate) async fn preview_received(State(s): State<AppState>) -> Response {
+pub(crate) async fn preview_received(State(s): State<AppState>) -> Result<Response, ApiError> {
     match s.daemon.received_preview() {
         Some(bytes) => {
-            ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "no-store")], bytes).into_response()
+            Ok(([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "no-store")], bytes).into_response())
         }
-        None => error(StatusCode::NOT_FOUND, "no picture: nothing arrives from a paired box"),
+        None => Err(error(StatusCode::NOT_FOUND, "no picture: nothing arrives from a paired box")),
     }
 }
 
@@ -132,9 +136,9 @@ pub(crate) struct LogsQuery {
 }
 
 /// The daemon's last log lines (no secrets are ever logged).
-pub(crate) async fn logs(Query(q): Query<LogsQuery>) -> Response {
-    Json(json!({ "lines": telebridge_appliance::logs::tail(q.lines.unwrap_or(100).min(telebridge_appliance::logs::LINES)) }))
-        .into_response()
+pub(crate) async fn logs(Query(q): Query<LogsQuery>) -> Result<Response, ApiError> {
+    Ok(Json(json!({ "lines": telebridge_appliance::logs::tail(q.lines.unwrap_or(100).min(telebridge_appliance::logs::LINES)) }))
+        .into_response())
 }
 
 /// Whether the bearer token `given` is `token`: compared in time that does not depend on where
@@ -146,7 +150,10 @@ fn token_matches(given: &str, token: &str) -> bool {
 
 /// Prometheus: a session or the read-only bearer token of `web.metrics_token`. A wrong token
 /// counts as a wrong password for its address (the same five a minute, then locked out).
-pub(crate) async fn metrics_handler(State(s): State<AppState>, req: axum::extract::Request) -> Response {
+pub(crate) async fn metrics_handler(
+    State(s): State<AppState>,
+    req: axum::extract::Request,
+) -> Result<Response, ApiError> {
     let ip = crate::middleware::client_ip(req.extensions());
     let headers = req.headers();
     let token = s.store.file().web.metrics_token;
@@ -157,7 +164,7 @@ pub(crate) async fn metrics_handler(State(s): State<AppState>, req: axum::extrac
         Some(_) if session => false,
         Some(t) => {
             if let Err(r) = s.auth.admit(ip, Instant::now()) {
-                return crate::error::refused(ip, r);
+                return Err(crate::error::refused(ip, r));
             }
             let ok = token_matches(t, &token);
             if !ok {
@@ -168,10 +175,10 @@ pub(crate) async fn metrics_handler(State(s): State<AppState>, req: axum::extrac
         None => false,
     };
     if !bearer && !session {
-        return error(StatusCode::UNAUTHORIZED, "log in, or send Authorization: Bearer <web.metrics_token>");
+        return Err(error(StatusCode::UNAUTHORIZED, "log in, or send Authorization: Bearer <web.metrics_token>"));
     }
     let st = s.daemon.status().borrow().clone();
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics::render(&st)).into_response()
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics::render(&st)).into_response())
 }
 
 #[cfg(test)]

@@ -11,18 +11,18 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::auth::{self, COOKIE};
-use crate::error::error;
+use crate::error::{error, ApiError};
 use crate::{AppState, CSRF_HEADER};
 
 /// The API's answers (status, configuration, logs, metrics) are the box's state at one moment
 /// and may carry what only a session should see: no cache keeps them.
-pub(crate) async fn no_store(req: Request, next: Next) -> Response {
+pub(crate) async fn no_store(req: Request, next: Next) -> Result<Response, ApiError> {
     let api = req.uri().path().starts_with("/api/") || req.uri().path() == "/metrics";
     let mut resp = next.run(req).await;
     if api {
         resp.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
     }
-    resp
+    Ok(resp)
 }
 
 pub(crate) fn client_ip(req_ext: &axum::http::Extensions) -> IpAddr {
@@ -70,9 +70,9 @@ fn own_names(s: &AppState) -> Vec<String> {
 /// Requests that change something must come from the panel's own origin (a browser sends
 /// `Origin`), naming this box ([`names_this_box`]), or carry [`CSRF_HEADER`] without an Origin
 /// (which a cross-site form cannot set, and a browser's page always sends an Origin with).
-pub(crate) async fn csrf(State(s): State<AppState>, req: Request, next: Next) -> Response {
+pub(crate) async fn csrf(State(s): State<AppState>, req: Request, next: Next) -> Result<Response, ApiError> {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
-        return next.run(req).await;
+        return Ok(next.run(req).await);
     }
     let h = req.headers();
     let host = h.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -80,24 +80,24 @@ pub(crate) async fn csrf(State(s): State<AppState>, req: Request, next: Next) ->
         Some(origin) => {
             let bare = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")).unwrap_or("");
             if bare.is_empty() || bare != host {
-                return error(StatusCode::FORBIDDEN, format!("origin {origin} is not this box ({host})"));
+                return Err(error(StatusCode::FORBIDDEN, format!("origin {origin} is not this box ({host})")));
             }
             if !names_this_box(host, &own_names(&s)) {
-                return error(
+                return Err(error(
                     StatusCode::FORBIDDEN,
                     format!("{host} is not a name of this box: open the panel by its address or its name"),
-                );
+                ));
             }
         }
         None if h.contains_key(CSRF_HEADER) => {}
         None => {
-            return error(
+            return Err(error(
                 StatusCode::FORBIDDEN,
                 format!("a request that changes something needs an Origin header or {CSRF_HEADER}: 1"),
-            )
+            ))
         }
     }
-    next.run(req).await
+    Ok(next.run(req).await)
 }
 
 pub(crate) fn session_token(h: &HeaderMap) -> Option<String> {
@@ -107,13 +107,13 @@ pub(crate) fn session_token(h: &HeaderMap) -> Option<String> {
     })
 }
 
-pub(crate) async fn require_session(State(s): State<AppState>, req: Request, next: Next) -> Response {
+pub(crate) async fn require_session(State(s): State<AppState>, req: Request, next: Next) -> Result<Response, ApiError> {
     if s.auth.setup_code().is_some() {
-        return error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code");
+        return Err(error(StatusCode::FORBIDDEN, "setup required: open the panel and enter the setup code"));
     }
     match session_token(req.headers()) {
-        Some(t) if s.auth.valid(&t, Instant::now()) => next.run(req).await,
-        _ => error(StatusCode::UNAUTHORIZED, "log in first (POST /api/session)"),
+        Some(t) if s.auth.valid(&t, Instant::now()) => Ok(next.run(req).await),
+        _ => Err(error(StatusCode::UNAUTHORIZED, "log in first (POST /api/session)")),
     }
 }
 

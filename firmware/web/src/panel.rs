@@ -3,7 +3,7 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::error::error;
+use crate::error::{error, ApiError};
 
 /// The panel's files, embedded at build time (web-ui/, under 300 KB with uPlot).
 pub(crate) const PANEL: &[(&str, &str, &str)] = &[
@@ -18,9 +18,9 @@ pub(crate) const PANEL: &[(&str, &str, &str)] = &[
     ("/vendor/uPlot.min.css", "text/css; charset=utf-8", include_str!("../../../web-ui/vendor/uPlot.min.css")),
 ];
 
-pub(crate) async fn panel_file(uri: axum::http::Uri) -> Response {
+pub(crate) async fn panel_file(uri: axum::http::Uri) -> Result<Response, ApiError> {
     match PANEL.iter().find(|(p, _, _)| *p == uri.path()) {
-        Some((_, kind, body)) => (
+        Some((_, kind, body)) => Ok((
             [
                 (header::CONTENT_TYPE, *kind),
                 (header::CACHE_CONTROL, "no-cache"),
@@ -29,16 +29,16 @@ pub(crate) async fn panel_file(uri: axum::http::Uri) -> Response {
             ],
             *body,
         )
-            .into_response(),
-        None => error(StatusCode::NOT_FOUND, "not found"),
+            .into_response()),
+        None => Err(error(StatusCode::NOT_FOUND, "not found")),
     }
 }
 
 /// The OpenAPI document of this API.
 pub const OPENAPI: &str = include_str!("../openapi.json");
 
-pub(crate) async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+pub(crate) async fn openapi() -> Result<Response, ApiError> {
+    Ok(([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response())
 }
 
 /// The panel's total size, bytes.

@@ -13,12 +13,13 @@ use telebridge_appliance::DaemonCommand;
 use telebridge_gpio::{ButtonEvent, Led};
 use tracing::info;
 
-use crate::error::error;
+use crate::body::{Shape, SmallJson};
+use crate::error::{error, ApiError};
 use crate::AppState;
 
-pub(crate) async fn sim_gpio(State(s): State<AppState>) -> Response {
+pub(crate) async fn sim_gpio(State(s): State<AppState>) -> Result<Response, ApiError> {
     let Some(state) = s.daemon.sim().map(|b| b.state()) else {
-        return error(StatusCode::NOT_FOUND, "no simulated GPIO");
+        return Err(error(StatusCode::NOT_FOUND, "no simulated GPIO"));
     };
     let patterns = s.daemon.status().borrow().led_patterns;
     let leds: std::collections::BTreeMap<&str, bool> =
@@ -26,14 +27,14 @@ pub(crate) async fn sim_gpio(State(s): State<AppState>) -> Response {
     let shown: std::collections::BTreeMap<&str, telebridge_gpio::LedPattern> =
         Led::ALL.iter().enumerate().map(|(i, led)| (led.name(), patterns[i])).collect();
     let cable = s.daemon.sim_cable().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
-    Json(json!({
+    Ok(Json(json!({
         "backend": "sim",
         "leds": leds,
         "patterns": shown,
         "button_pressed": state.button_pressed,
         "hdmi_cable": cable,
     }))
-    .into_response()
+    .into_response())
 }
 
 #[derive(Deserialize)]
@@ -42,18 +43,22 @@ pub(crate) struct SignalBody {
     present: bool,
 }
 
+impl Shape for SignalBody {
+    const SHAPE: &'static str = r#"{"present": true|false}"#;
+}
+
 /// Plugs the simulated HDMI cable in or pulls it out: pulled, the test pattern stops sending
 /// frames (as a real input does) and the box notices within a couple of seconds.
-pub(crate) async fn sim_signal(State(s): State<AppState>, body: Option<Json<SignalBody>>) -> Response {
-    let Some(Json(body)) = body else {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"present\": true|false}");
-    };
+pub(crate) async fn sim_signal(
+    State(s): State<AppState>,
+    SmallJson(body): SmallJson<SignalBody>,
+) -> Result<Response, ApiError> {
     let Some(cable) = s.daemon.sim_cable() else {
-        return error(StatusCode::NOT_FOUND, "no simulated HDMI cable");
+        return Err(error(StatusCode::NOT_FOUND, "no simulated HDMI cable"));
     };
     cable.store(body.present, std::sync::atomic::Ordering::Relaxed);
     info!(plugged_in = body.present, "simulated HDMI cable");
-    Json(json!({ "hdmi_cable": body.present })).into_response()
+    Ok(Json(json!({ "hdmi_cable": body.present })).into_response())
 }
 
 #[derive(Deserialize)]
@@ -62,19 +67,23 @@ pub(crate) struct ButtonBody {
     hold_ms: u64,
 }
 
+impl Shape for ButtonBody {
+    const SHAPE: &'static str = r#"{"hold_ms": N}, N from 50 to 20000"#;
+}
+
 /// Holds the simulated button down for `hold_ms`, then lets go; answers after the release with
 /// what the box made of it.
-pub(crate) async fn sim_button(State(s): State<AppState>, body: Option<Json<ButtonBody>>) -> Response {
-    let Some(Json(body)) = body else {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"hold_ms\": N}, N from 50 to 20000");
-    };
+pub(crate) async fn sim_button(
+    State(s): State<AppState>,
+    SmallJson(body): SmallJson<ButtonBody>,
+) -> Result<Response, ApiError> {
     if !(50..=20_000).contains(&body.hold_ms) {
-        return error(
+        return Err(error(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!("hold_ms: {} is out of range 50-20000 (a press needs 30 ms to count)", body.hold_ms),
-        );
+        ));
     }
-    let Some(sim) = s.daemon.sim() else { return error(StatusCode::NOT_FOUND, "no simulated GPIO") };
+    let Some(sim) = s.daemon.sim() else { return Err(error(StatusCode::NOT_FOUND, "no simulated GPIO")) };
     sim.set_button(true);
     tokio::time::sleep(Duration::from_millis(body.hold_ms)).await;
     sim.set_button(false);
@@ -87,7 +96,7 @@ pub(crate) async fn sim_button(State(s): State<AppState>, body: Option<Json<Butt
     } else {
         ButtonEvent::Press
     };
-    Json(json!({ "held_ms": body.hold_ms, "means": meaning })).into_response()
+    Ok(Json(json!({ "held_ms": body.hold_ms, "means": meaning })).into_response())
 }
 
 #[derive(Deserialize)]
@@ -96,14 +105,20 @@ pub(crate) struct StallBody {
     ms: u64,
 }
 
+impl Shape for StallBody {
+    const SHAPE: &'static str = r#"{"ms": N}"#;
+}
+
 /// Blocks the daemon's main loop (simulation only): shows the watchdog at work.
-pub(crate) async fn sim_stall(State(s): State<AppState>, body: Option<Json<StallBody>>) -> Response {
-    let Some(Json(body)) = body else { return error(StatusCode::UNPROCESSABLE_ENTITY, "body must be {\"ms\": N}") };
+pub(crate) async fn sim_stall(
+    State(s): State<AppState>,
+    SmallJson(body): SmallJson<StallBody>,
+) -> Result<Response, ApiError> {
     if body.ms > 60_000 {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, format!("ms: {} is out of range 0-60000", body.ms));
+        return Err(error(StatusCode::UNPROCESSABLE_ENTITY, format!("ms: {} is out of range 0-60000", body.ms)));
     }
     if s.daemon.commands().send(DaemonCommand::Stall(Duration::from_millis(body.ms))).await.is_err() {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping");
+        return Err(error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"));
     }
-    (StatusCode::ACCEPTED, Json(json!({ "stall_ms": body.ms }))).into_response()
+    Ok((StatusCode::ACCEPTED, Json(json!({ "stall_ms": body.ms }))).into_response())
 }

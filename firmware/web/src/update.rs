@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tracing::{info, warn};
 
-use crate::error::error;
+use crate::error::{error, ApiError};
 use crate::helper::{answers_dir, request, requests_dir};
 use crate::AppState;
 
@@ -32,7 +32,7 @@ const UPLOAD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The bundle's name in the state directory.
 const BUNDLE: &str = "update.raucb";
 
-fn no_helper(what: &str) -> Response {
+fn no_helper(what: &str) -> ApiError {
     error(
         StatusCode::SERVICE_UNAVAILABLE,
         format!(
@@ -42,15 +42,15 @@ fn no_helper(what: &str) -> Response {
 }
 
 /// Reboots the box through the helper; refused under `--sim`, where there is no box.
-pub(crate) async fn reboot(State(s): State<AppState>) -> Response {
+pub(crate) async fn reboot(State(s): State<AppState>) -> Result<Response, ApiError> {
     if s.daemon.sim().is_some() {
-        return error(StatusCode::CONFLICT, "simulation: there is no box to reboot");
+        return Err(error(StatusCode::CONFLICT, "simulation: there is no box to reboot"));
     }
-    let Some(dir) = requests_dir() else { return no_helper("rebooting") };
+    let Some(dir) = requests_dir() else { return Err(no_helper("rebooting")) };
     warn!("reboot requested from the panel");
     match request(&dir, "reboot-request", "reboot\n") {
-        Ok(()) => (StatusCode::ACCEPTED, Json(json!({ "rebooting": true }))).into_response(),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot ask for a reboot: {e}")),
+        Ok(()) => Ok((StatusCode::ACCEPTED, Json(json!({ "rebooting": true }))).into_response()),
+        Err(e) => Err(ApiError::Internal { what: "cannot ask for a reboot", detail: e.to_string() }),
     }
 }
 
@@ -85,46 +85,46 @@ fn current_status() -> UpdateStatus {
 }
 
 /// `GET /api/update`: the last update's state.
-pub(crate) async fn status() -> Response {
-    Json(current_status()).into_response()
+pub(crate) async fn status() -> Result<Response, ApiError> {
+    Ok(Json(current_status()).into_response())
 }
 
 /// `POST /api/update`: the bundle as the body (`application/octet-stream`), at most 2 GiB.
 /// Under `--sim` too: whether anything installs it is the helper's to say.
-pub(crate) async fn upload(req: Request) -> Response {
-    let Some(dir) = requests_dir() else { return no_helper("updating") };
+pub(crate) async fn upload(req: Request) -> Result<Response, ApiError> {
+    let Some(dir) = requests_dir() else { return Err(no_helper("updating")) };
     let Some(state_dir) = std::env::var_os("STATE_DIRECTORY").map(PathBuf::from) else {
-        return no_helper("updating");
+        return Err(no_helper("updating"));
     };
     if current_status().state == "installing" {
-        return error(StatusCode::CONFLICT, "an update is being installed: wait for it");
+        return Err(error(StatusCode::CONFLICT, "an update is being installed: wait for it"));
     }
     let path = state_dir.join(BUNDLE);
     let written = tokio::time::timeout(UPLOAD_TIMEOUT, save_body(req, &path)).await;
     let size = match written {
         Ok(Ok(n)) => n,
-        Ok(Err(r)) => {
+        Ok(Err(e)) => {
             let _ = tokio::fs::remove_file(&path).await;
-            return r;
+            return Err(e);
         }
         Err(_) => {
             let _ = tokio::fs::remove_file(&path).await;
-            return error(
+            return Err(error(
                 StatusCode::REQUEST_TIMEOUT,
                 format!("the bundle did not arrive within {} minutes", UPLOAD_TIMEOUT.as_secs() / 60),
-            );
+            ));
         }
     };
     info!(bytes = size, "update bundle received; asking the helper to install it");
     if let Err(e) = request(&dir, "update-request", &format!("{}\n", path.display())) {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot ask for the update: {e}"));
+        return Err(ApiError::Internal { what: "cannot ask for the update", detail: e.to_string() });
     }
-    (StatusCode::ACCEPTED, Json(json!({ "state": "installing", "bytes": size }))).into_response()
+    Ok((StatusCode::ACCEPTED, Json(json!({ "state": "installing", "bytes": size }))).into_response())
 }
 
 /// Streams the body to `path`, at most [`BUNDLE_LIMIT`] bytes, synced before it is handed on.
-async fn save_body(req: Request, path: &Path) -> Result<u64, Response> {
-    let io = |e: std::io::Error| error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot store the bundle: {e}"));
+async fn save_body(req: Request, path: &Path) -> Result<u64, ApiError> {
+    let io = |e: std::io::Error| ApiError::Internal { what: "cannot store the bundle", detail: e.to_string() };
     let mut file = tokio::fs::File::create(path).await.map_err(io)?;
     let mut stream = req.into_body().into_data_stream();
     let mut size: u64 = 0;

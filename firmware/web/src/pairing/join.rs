@@ -1,6 +1,6 @@
 //! Box B's side: the owner types A's address and code; B asks A twice and keeps the pairing.
 
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
@@ -9,8 +9,8 @@ use telebridge_pairing::{PairError, PairRecord, Reach, Side, Typer, TyperError};
 
 use super::peer::Welcome;
 use super::{announce, unix_now, PairingView};
-use crate::body::read_body;
-use crate::error::ApiError;
+use crate::body::{Shape, SmallJson};
+use crate::error::{ApiError, ErrorBody};
 use crate::pair_client::{self, Answer};
 use crate::AppState;
 
@@ -25,6 +25,10 @@ pub(crate) struct JoinBody {
     address: String,
     /// The code A shows.
     code: String,
+}
+
+impl Shape for JoinBody {
+    const SHAPE: &'static str = r#"{"address": "HOST[:PORT]", "code": "7Q4-KM2"}"#;
 }
 
 /// `address` as `HOST:PORT` (the panel's port by default).
@@ -57,10 +61,7 @@ fn panel_address(address: &str) -> Result<String, ApiError> {
 
 /// A's refusal as B's answer: its status and words, with who said them.
 fn from_a(address: &str, a: &Answer) -> ApiError {
-    let words = serde_json::from_str::<serde_json::Value>(&a.body)
-        .ok()
-        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
-        .unwrap_or_else(|| format!("answered {}", a.status));
+    let words = ErrorBody::read(&a.body).map_or_else(|| format!("answered {}", a.status), |b| b.error);
     let message = format!("{address}: {words}");
     let status = StatusCode::from_u16(a.status).unwrap_or(StatusCode::BAD_GATEWAY);
     match (a.retry_after, status.is_client_error()) {
@@ -71,19 +72,10 @@ fn from_a(address: &str, a: &Answer) -> ApiError {
 }
 
 /// `POST /api/pairing/join` `{address, code}`: this box (B) pairs with the box at `address`.
-pub(crate) async fn join(State(s): State<AppState>, req: Request) -> Result<Json<PairingView>, ApiError> {
-    let body = read_body(req, crate::body::SMALL_BODY).await.map_err(|_| {
-        ApiError::User(
-            StatusCode::BAD_REQUEST,
-            "body must be {\"address\": \"HOST[:PORT]\", \"code\": \"7Q4-KM2\"}".into(),
-        )
-    })?;
-    let JoinBody { address, code } = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::User(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("body must be {{\"address\": \"HOST[:PORT]\", \"code\": \"7Q4-KM2\"}}: {e}"),
-        )
-    })?;
+pub(crate) async fn join(
+    State(s): State<AppState>,
+    SmallJson(JoinBody { address, code }): SmallJson<JoinBody>,
+) -> Result<Json<PairingView>, ApiError> {
     let address = panel_address(&address)?;
     let config = s
         .store

@@ -214,8 +214,8 @@ async fn announce(s: &AppState) {
 }
 
 /// `GET /api/pairing`.
-pub(crate) async fn get_pairing(State(s): State<AppState>) -> Json<PairingView> {
-    Json(s.pairing.view(s.store.running().as_ref()))
+pub(crate) async fn get_pairing(State(s): State<AppState>) -> Result<Json<PairingView>, ApiError> {
+    Ok(Json(s.pairing.view(s.store.running().as_ref())))
 }
 
 /// `POST /api/pairing/open`: show a new code.

@@ -20,17 +20,14 @@ use crate::reach::Mapping;
 use crate::AppState;
 
 /// `POST /api/pair/hello` (box B to box A, no session): A's answer to B's hello.
-pub(crate) async fn hello(State(s): State<AppState>, req: Request) -> Response {
+pub(crate) async fn hello(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let from = client_key(crate::middleware::client_ip(req.extensions()));
-    let body = match read_body(req, wire::MAX_BYTES).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+    let body = read_body(req, wire::MAX_BYTES).await?;
     let text = String::from_utf8_lossy(&body);
     let mut inner = s.pairing.lock();
     match inner.shower.on_hello(&text, from, Instant::now()) {
-        Ok(answer) => ([(header::CONTENT_TYPE, "application/json")], answer).into_response(),
-        Err(e) => shower_error(e).into_response(),
+        Ok(answer) => Ok(([(header::CONTENT_TYPE, "application/json")], answer).into_response()),
+        Err(e) => Err(shower_error(e)),
     }
 }
 
