@@ -105,7 +105,7 @@ async fn measure_one(plan: &MeasurePlan, (w, h): (u32, u32), kbps: u32) -> Resul
     config.video.x264_preset = plan.x264_preset.clone();
     config.audio.codec = plan.audio.clone();
     config.outputs = vec![OutputConfig::new(format!("srt://127.0.0.1:{send_port}?mode=caller&latency={latency}"))];
-    let valid = config.validate().map_err(|e| AppError::BadInput(e.to_string()))?;
+    let valid = config.validate()?;
     let seconds = Duration::from_secs(plan.seconds);
     let decode = DecodeOptions {
         name: "measure".into(),
@@ -123,7 +123,7 @@ async fn measure_one(plan: &MeasurePlan, (w, h): (u32, u32), kbps: u32) -> Resul
     let decoder = tokio::spawn(run_decoder(decode, std::future::pending()));
     tokio::time::sleep(Duration::from_millis(500)).await;
     run_encoder(valid, RunOptions { duration: Some(seconds), ..Default::default() }, std::future::pending()).await?;
-    let summary = decoder.await.map_err(|e| AppError::Runtime(e.to_string()))??;
+    let summary = decoder.await??;
     let l =
         summary.latency.ok_or_else(|| AppError::Runtime(format!("no timecode was read at {w}x{h} {kbps} kbit/s")))?;
     let link_rtt_ms = plan.link.as_ref().map(|p| p.rtt_ms).unwrap_or(0.0);

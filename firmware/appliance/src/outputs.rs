@@ -72,9 +72,7 @@ pub fn start(
     keyframe: Arc<dyn Fn() + Send + Sync>,
 ) -> Result<Box<dyn Output>, AppError> {
     Ok(match spec {
-        OutputSpec::Srt(url) => Box::new(
-            SrtOutput::start(name.to_string(), url.clone(), keyframe).map_err(|e| AppError::BadInput(e.to_string()))?,
-        ),
+        OutputSpec::Srt(url) => Box::new(SrtOutput::start(name.to_string(), url.clone(), keyframe)?),
         OutputSpec::Rtmp(url) => Box::new(RtmpOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe)),
         OutputSpec::File(f) => Box::new(Recording::start(name.to_string(), f.clone())),
     })
@@ -99,10 +97,7 @@ pub fn start_any(name: &str, spec: &OutputSpec, queue_bytes: u64) -> Result<Box<
 /// links neither GStreamer nor GLib (`telebridge-relay`). RTMP is refused.
 pub fn start_without_gstreamer(name: &str, spec: &OutputSpec, _queue_bytes: u64) -> Result<Box<dyn Output>, AppError> {
     match spec {
-        OutputSpec::Srt(url) => Ok(Box::new(
-            SrtOutput::start(name.to_string(), url.clone(), Arc::new(|| {}))
-                .map_err(|e| AppError::BadInput(e.to_string()))?,
-        )),
+        OutputSpec::Srt(url) => Ok(Box::new(SrtOutput::start(name.to_string(), url.clone(), Arc::new(|| {}))?)),
         OutputSpec::File(f) => Ok(Box::new(Recording::start(name.to_string(), f.clone()))),
         OutputSpec::Rtmp(_) => {
             Err(AppError::BadInput(format!("output {name}: RTMP needs GStreamer; run it with `telebridge relay`")))

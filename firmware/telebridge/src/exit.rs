@@ -38,10 +38,9 @@ pub fn run_async<T>(work: impl std::future::Future<Output = Result<T, AppError>>
             done(v);
             ExitCode::SUCCESS
         }
-        Err(AppError::BadInput(e)) => bad_input(e),
-        Err(AppError::Runtime(e)) => {
+        Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }

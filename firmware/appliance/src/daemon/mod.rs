@@ -106,7 +106,7 @@ pub fn start(
 ) -> Result<(DaemonHandle, tokio::task::JoinHandle<()>), AppError> {
     let started = Instant::now();
     let now_ms = move || started.elapsed().as_millis() as u64;
-    let board = Board::open(&options.config.gpio).map_err(|e| AppError::BadInput(e.to_string()))?;
+    let board = Board::open(&options.config.gpio)?;
     let gpio_name = board.name();
     let sim = board.sim();
     info!(gpio = gpio_name, role = ?options.config.role, "appliance starting");

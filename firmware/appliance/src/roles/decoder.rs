@@ -187,9 +187,7 @@ impl DecoderRun {
                 feed.attach(on_data);
                 Source::Peer(feed.clone())
             }
-            None => Source::Srt(
-                SrtInput::start(options.input.clone(), on_data).map_err(|e| AppError::BadInput(e.to_string()))?,
-            ),
+            None => Source::Srt(SrtInput::start(options.input.clone(), on_data)?),
         };
         info!(input = %options.input, sink = options.sink.name(), "decoder running");
         Ok(Self {

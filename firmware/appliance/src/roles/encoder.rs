@@ -85,7 +85,7 @@ fn probe_once(kind: telebridge_media::EncoderKind) -> Result<(), String> {
 pub fn select_encoder(config: &ValidConfig) -> Result<EncoderChoice, AppError> {
     let platform = Platform::detect();
     let choice = choose_encoder(config.encoder, &platform, &telebridge_media::has_element, &mut probe_once)
-        .map_err(|e| AppError::BadInput(e.to_string()))?;
+        .map_err(telebridge_media::MediaError::from)?;
     info!(encoder = %choice.kind, reason = %choice.reason, "H.264 encoder chosen");
     Ok(choice)
 }

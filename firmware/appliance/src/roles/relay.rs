@@ -78,8 +78,7 @@ pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>
                 o.send(data);
             }
         }),
-    )
-    .map_err(|e| AppError::BadInput(e.to_string()))?;
+    )?;
     let status = input.status();
     info!(input = %options.input, outputs = outputs.len(), "relay running");
     let started = Instant::now();
@@ -115,7 +114,6 @@ pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>
         }
         RelaySummary { duration_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0, input, outputs: statuses }
     })
-    .await
-    .map_err(|e| AppError::Runtime(e.to_string()))?;
+    .await?;
     Ok(summary)
 }

@@ -33,15 +33,12 @@ impl Loop {
     pub(super) fn start(url: &SrtUrl) -> Result<Self, AppError> {
         let mut config = Config::default();
         config.audio.codec = "none".into();
-        let valid = config.validate().map_err(|e| AppError::Runtime(e.to_string()))?;
+        let valid = config.validate()?;
         let mut settings = EncoderSettings::from_config(&valid, crate::select_encoder(&valid)?);
         settings.frames_from_app = true;
         let fanout = TsFanout::default();
         let pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
-        let output = Arc::new(
-            SrtOutput::start("loop".into(), url.clone(), pipeline.keyframe_requester())
-                .map_err(|e| AppError::BadInput(e.to_string()))?,
-        );
+        let output = Arc::new(SrtOutput::start("loop".into(), url.clone(), pipeline.keyframe_requester())?);
         let o = output.clone();
         fanout.add(move |data| o.send(data));
         pipeline.start()?;

@@ -130,8 +130,7 @@ impl EncoderRun {
             link.then.clone(),
             self.keyframe_proxy.clone(),
             Some(on_receive),
-        )
-        .map_err(|e| AppError::Runtime(e.to_string()))?;
+        )?;
         link.feed.set_output(out.status());
         self.attach(link.name.clone(), Arc::new(Box::new(out)));
         info!(link = %link.url, "connection to the paired box added");
@@ -357,14 +356,7 @@ fn pipeline_error(pipeline: &EncoderPipeline) -> Option<AppError> {
     let bus = pipeline.bus()?;
     while let Some(msg) = bus.pop() {
         if let gst::MessageView::Error(err) = msg.view() {
-            let e = telebridge_media::MediaError::from_bus_error(err);
-            // A capture device that disappears or is busy is the user's to fix.
-            let text = e.to_string();
-            return Some(if text.contains("video-source") {
-                AppError::BadInput(text)
-            } else {
-                AppError::Runtime(text)
-            });
+            return Some(telebridge_media::MediaError::from_bus_error(err).into());
         }
     }
     None
