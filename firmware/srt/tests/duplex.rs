@@ -84,8 +84,16 @@ fn both_ways(query: &str) {
     assert_eq!(at_a.len(), 200, "the listener received {} of the caller's 200 messages", at_a.len());
     assert!(at_b.iter().enumerate().all(|(i, m)| *m == message(b'A', i as u32)), "the caller got other bytes");
     assert!(at_a.iter().enumerate().all(|(i, m)| *m == message(b'B', i as u32)), "the listener got other bytes");
-    // One connection each way round: each end's libsrt counted both directions on it.
-    std::thread::sleep(Duration::from_millis(400));
+    // One connection each way round: each end's libsrt counted both directions on it (the
+    // status is refreshed every 200 ms).
+    let counted = |o: &SrtOutput| {
+        let s = o.status().borrow().clone();
+        s.callers == 1 && s.srt.packets_sent >= 200 && s.srt.packets_received >= 200
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !(counted(&a) && counted(&b)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let (sa, sb) = (a.status().borrow().clone(), b.status().borrow().clone());
     assert_eq!((sa.callers, sb.callers), (1, 1));
     // The same counters on demand, between two status refreshes.

@@ -85,7 +85,10 @@ fn a_second_sender_is_refused_while_the_first_one_sends() {
     let port = free_udp_port();
     let url = SrtUrl::parse(&format!("srt://:{port}?mode=listener")).expect("url");
     let input = SrtInput::start(url, Arc::new(|_: &[u8]| {})).expect("input");
-    std::thread::sleep(Duration::from_millis(300));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while input.status().borrow().state != InputState::Listening && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let first = caller(port, "");
     assert_eq!(outcome(&first), (true, None));
     // The first one sends; the input receives.
