@@ -34,6 +34,8 @@ type Series = (&'static str, &'static str, fn(&SrtStats) -> f64, &'static str);
 /// Renders the metrics.
 pub fn render(s: &DaemonStatus) -> String {
     let mut o = Out(String::new());
+    o.head("telebridge_info", "gauge", "Always 1: the box's name and role, to tell the boxes of a fleet apart");
+    o.val("telebridge_info", &format!("name=\"{}\",role=\"{}\"", label(&s.name), label(s.role)), 1.0);
     o.head("telebridge_state", "gauge", "1 for the state the box is in");
     for st in State::ALL {
         o.val("telebridge_state", &format!("state=\"{}\"", st.name()), if s.machine.state == st { 1.0 } else { 0.0 });
