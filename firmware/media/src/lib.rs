@@ -20,7 +20,7 @@ pub mod watched;
 
 pub use encoder_choice::{choose_encoder, EncoderChoice, EncoderKind};
 pub use encoder_pipeline::{
-    probe_encoder, EncoderCounters, EncoderPipeline, EncoderSettings, PreviewSlot, TsConsumerId, TsFanout,
+    probe_encoder, EncoderCounters, EncoderPipeline, EncoderSettings, PreviewSlot, Taps, TsConsumerId, TsFanout,
 };
 pub use error::{make, MediaError};
 pub use platform::{CodecPart, Platform};

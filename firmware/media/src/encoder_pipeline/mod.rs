@@ -18,7 +18,7 @@ mod sources;
 pub use encode::probe_encoder;
 use encode::{add_audio, build_encoder, encoder_output_caps};
 pub use fanout::{TsConsumerId, TsFanout};
-pub use settings::{EncoderCounters, EncoderSettings, PreviewSlot, PREVIEW_WIDTH};
+pub use settings::{EncoderCounters, EncoderSettings, PreviewSlot, Taps, PREVIEW_WIDTH};
 pub(crate) use sources::add_jpeg_branch;
 use sources::{add_preview, add_video_source};
 
@@ -50,8 +50,8 @@ pub struct EncoderPipeline {
 }
 
 impl EncoderPipeline {
-    /// Builds the pipeline (state NULL). TS buffers go to `fanout`.
-    pub fn build(settings: &EncoderSettings, fanout: TsFanout) -> Result<Self, MediaError> {
+    /// Builds the pipeline (state NULL), wired to `taps`. TS buffers go to `fanout`.
+    pub fn build(settings: &EncoderSettings, taps: &Taps, fanout: TsFanout) -> Result<Self, MediaError> {
         let pipeline = gst::Pipeline::with_name("encoder");
         let counters = Arc::new(EncoderCounters::default());
         let frames = Arc::new(FrameGate::default());
@@ -64,7 +64,7 @@ impl EncoderPipeline {
             pipeline.add(&src)?;
             (src.clone().upcast::<gst::Element>(), None, Some(src))
         } else {
-            let (tail, capture) = add_video_source(&pipeline, settings, &counters, &grid, &frames)?;
+            let (tail, capture) = add_video_source(&pipeline, settings, taps, &counters, &grid, &frames)?;
             (tail, capture, None)
         };
 
@@ -113,7 +113,7 @@ impl EncoderPipeline {
         }
         chain.push(&raw_filter);
         let tee = gst::ElementFactory::make("tee").name("preview-tee").build()?;
-        if settings.preview.is_some() {
+        if taps.preview.is_some() {
             chain.push(&tee);
         }
         chain.extend([&encoder, &enc_caps, &parse, &h264_filter]);
@@ -121,7 +121,7 @@ impl EncoderPipeline {
         pipeline.add_many([&mux, appsink.upcast_ref()])?;
         video_tail.link(&queue)?;
         gst::Element::link_many(chain.iter().copied())?;
-        if let Some(slot) = &settings.preview {
+        if let Some(slot) = &taps.preview {
             add_preview(&pipeline, &tee, settings, slot.clone())?;
         }
         h264_filter.link(&mux)?;

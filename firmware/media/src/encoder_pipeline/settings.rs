@@ -43,6 +43,12 @@ pub struct EncoderSettings {
     /// Take frames pushed through [`EncoderPipeline::frame_input`] instead of `video_source`
     /// (a decoder re-encoding what it shows, for round-trip measurements).
     pub frames_from_app: bool,
+}
+
+/// What the running pipeline is wired to beside its settings: shared state it writes or reads
+/// while it runs (none of it is a setting, and none of it is compared or saved).
+#[derive(Debug, Clone, Default)]
+pub struct Taps {
     /// Where to keep a small JPEG of the picture, made at most once a second (the panel's
     /// preview); `None` makes none.
     pub preview: Option<PreviewSlot>,
@@ -81,9 +87,6 @@ impl EncoderSettings {
             audio_delay_ms: config.audio_delay_ms,
             encoder,
             frames_from_app: false,
-            preview: None,
-            signal_gate: None,
-            echo: None,
         }
     }
 
@@ -136,9 +139,6 @@ mod tests {
             audio_delay_ms: 0,
             encoder: EncoderChoice { kind: EncoderKind::X264enc, reason: String::new() },
             frames_from_app: false,
-            preview: None,
-            signal_gate: None,
-            echo: None,
         };
         assert_eq!(s(1000, 30).keyframe_frames(), 30);
         assert_eq!(s(2000, 25).keyframe_frames(), 50);

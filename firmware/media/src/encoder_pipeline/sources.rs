@@ -14,17 +14,18 @@ use crate::error::{make, MediaError};
 use crate::lipsync;
 use crate::timecode::{self, Timecode};
 
-use super::{EncoderCounters, EncoderSettings, FrameGate, PreviewSlot, PREVIEW_WIDTH};
+use super::{EncoderCounters, EncoderSettings, FrameGate, PreviewSlot, Taps, PREVIEW_WIDTH};
 
 pub(super) fn add_video_source(
     pipeline: &gst::Pipeline,
     s: &EncoderSettings,
+    taps: &Taps,
     counters: &Arc<EncoderCounters>,
     grid: &lipsync::SharedGrid,
     frames: &Arc<FrameGate>,
 ) -> Result<(gst::Element, Option<CapturePlan>), MediaError> {
     let captured = counters.clone();
-    let gate = s.signal_gate.clone();
+    let gate = taps.signal_gate.clone();
     let count = move |pad: &gst::Pad| {
         let gate = gate.clone();
         let captured = captured.clone();
@@ -56,7 +57,7 @@ pub(super) fn add_video_source(
             let pad = filter.static_pad("src").ok_or_else(|| MediaError::Gst("capsfilter has no src pad".into()))?;
             count(&pad);
             frames.attach(&pad, counters.clone());
-            add_timecode_stamp(&pad, s.echo.clone(), grid.clone());
+            add_timecode_stamp(&pad, taps.echo.clone(), grid.clone());
             Ok((filter, None))
         }
         VideoSource::V4l2 { device } => {

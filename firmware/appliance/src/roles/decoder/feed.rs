@@ -37,7 +37,7 @@ impl Loop {
         let mut settings = EncoderSettings::from_config(&valid, crate::select_encoder(&valid)?);
         settings.frames_from_app = true;
         let fanout = TsFanout::default();
-        let pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
+        let pipeline = EncoderPipeline::build(&settings, &telebridge_media::Taps::default(), fanout.clone())?;
         let output = Arc::new(SrtOutput::start("loop".into(), url.clone(), pipeline.keyframe_requester())?);
         let o = output.clone();
         fanout.add(move |data| o.send(data));

@@ -23,6 +23,8 @@ type Running = (String, Arc<Box<dyn Output>>, telebridge_media::TsConsumerId);
 pub(super) struct EncoderRun {
     pub(super) config: ValidConfig,
     pub(super) settings: EncoderSettings,
+    /// The preview, the simulated cable and the bridge's echo the pipeline is wired to.
+    pub(super) taps: telebridge_media::Taps,
     pub(super) fanout: TsFanout,
     /// `None` only inside [`Self::rebuild`], between the old pipeline and the new.
     pub(super) pipeline: Option<EncoderPipeline>,
@@ -56,12 +58,10 @@ impl EncoderRun {
         on_sample: Option<SampleCallback>,
     ) -> Result<Self, AppError> {
         let choice = select_encoder(&config)?;
-        let mut settings = EncoderSettings::from_config(&config, choice);
-        settings.preview = preview;
-        settings.signal_gate = signal_gate;
-        settings.echo = echo;
+        let settings = EncoderSettings::from_config(&config, choice);
+        let taps = telebridge_media::Taps { preview, signal_gate, echo };
         let fanout = TsFanout::default();
-        let pipeline = EncoderPipeline::build(&settings, fanout.clone())?;
+        let pipeline = EncoderPipeline::build(&settings, &taps, fanout.clone())?;
         let queue_bytes =
             (u64::from(config.picture.bitrate_kbps + config.audio_bitrate_kbps) * 1000 / 8).max(256 * 1024);
         let keyframe_slot = Arc::new(std::sync::Mutex::new(pipeline.keyframe_requester()));
@@ -78,6 +78,7 @@ impl EncoderRun {
             set_frame_rate: pipeline.frame_rate_setter(),
             pipeline: Some(pipeline),
             settings,
+            taps,
             fanout,
             keyframe_slot,
             keyframe_proxy,
@@ -291,7 +292,7 @@ impl EncoderRun {
         if let Some(old) = self.pipeline.take() {
             old.stop(Duration::from_millis(200));
         }
-        let pipeline = EncoderPipeline::build(&self.settings, self.fanout.clone())?;
+        let pipeline = EncoderPipeline::build(&self.settings, &self.taps, self.fanout.clone())?;
         *self.keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
         self.set_bitrate = pipeline.bitrate_setter();
         self.set_frame_rate = pipeline.frame_rate_setter();
