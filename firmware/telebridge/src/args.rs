@@ -45,6 +45,10 @@ pub(crate) enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Print the manual page (roff), made from this command line's own help (the Debian
+    /// package installs it as telebridge(1)).
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(Debug, Subcommand)]

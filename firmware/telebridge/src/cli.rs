@@ -14,7 +14,7 @@ use crate::flags::Flags;
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> ExitCode {
-    let uses_srt = !matches!(cli.command, Command::Config(_) | Command::Encoders { .. });
+    let uses_srt = !matches!(cli.command, Command::Config(_) | Command::Encoders { .. } | Command::Man);
     if uses_srt {
         // libsrt's statistics are read through structures laid out for one version: refuse
         // another in words rather than read garbage (issue 36, finding 8).
@@ -31,12 +31,46 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Config(ConfigCommand::Check { file }) => config_check(&file),
         Command::Config(ConfigCommand::Apply { file, to }) => config_apply(&file, &to),
         Command::Encoders { config } => encoders(config),
+        Command::Man => man(),
         Command::Encode(args) => encode(*args),
         Command::Decode(args) => decode(args),
         Command::Bridge(args) => bridge(*args),
         Command::Measure(args) => measure(args),
         Command::Relay(args) => crate::relay_cmd::relay(args),
         Command::Run(args) => crate::run::run(args.into()),
+    }
+}
+
+/// telebridge(1): the top command with each command's words, from clap's own definitions.
+fn man() -> ExitCode {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut out = Vec::new();
+    let mut page = |c: &clap::Command, top: bool| -> std::io::Result<()> {
+        let man = clap_mangen::Man::new(c.clone());
+        if top {
+            man.render(&mut out)
+        } else {
+            // Each command as a section of the one page: its name, words and options.
+            out.extend_from_slice(format!(".SH \"TELEBRIDGE {}\"\n", c.get_name().to_uppercase()).as_bytes());
+            man.render_description_section(&mut out)?;
+            man.render_options_section(&mut out)
+        }
+    };
+    let mut result = page(&cmd, true);
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        result = result.and_then(|()| page(sub, false));
+    }
+    match result {
+        Ok(()) => {
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(&out);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write the manual page: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
