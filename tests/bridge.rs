@@ -73,6 +73,36 @@ fn two_boxes_pair_with_the_code_and_each_receives_the_others_picture_and_sound()
     assert_eq!(peer["state"], "live", "{peer}");
     assert!(peer["srt"]["packets_received"].as_u64().unwrap_or(0) > 100, "one socket carries both ways: {peer}");
 
+    // Tally: the far box live lights this box's tally LED (simulated GPIO).
+    let tally = |port: u16| get_json(port, "/api/sim/gpio")["leds"]["tally"] == true;
+    let lit = wait_for(Duration::from_secs(10), || tally(http_a) && tally(http_b));
+    assert!(lit.is_some(), "tallies: A {}, B {}", tally(http_a), tally(http_b));
+    // B stops: A's light goes out when B's messages stop.
+    let (status, body) = http("POST", http_b, "/api/live", Some(r#"{"live": false}"#));
+    assert_eq!(status, 202, "{body}");
+    assert!(wait_for(Duration::from_secs(3), || !tally(http_a)).is_some(), "A's tally stayed on with B stopped");
+    // The control room's cue lights it whatever B does, and puts it out.
+    let (status, body) = http("POST", http_a, "/api/tally", Some(r#"{"on_air": true}"#));
+    assert_eq!(status, 202, "{body}");
+    assert!(wait_for(Duration::from_secs(2), || tally(http_a)).is_some(), "the cue did not light A's tally");
+    let (_, metrics) = http("GET", http_a, "/metrics", None);
+    assert!(metrics.contains("\ntelebridge_tally 1\n"), "{metrics}");
+    let (status, body) = http("POST", http_a, "/api/tally", Some(r#"{"on_air": false}"#));
+    assert_eq!(status, 202, "{body}");
+    assert!(wait_for(Duration::from_secs(2), || !tally(http_a)).is_some(), "the cue did not put A's tally out");
+    // B live again: A's light follows within 500 ms of B being live.
+    let (status, body) = http("POST", http_b, "/api/live", Some(r#"{"live": true}"#));
+    assert_eq!(status, 202, "{body}");
+    let b_live = wait_for(Duration::from_secs(30), || {
+        get_json(http_b, "/api/status")["machine"]["state"].as_str() == Some("live")
+    });
+    assert!(b_live.is_some(), "B did not go live again: {}", get_json(http_b, "/api/status")["machine"]);
+    let followed = wait_for(Duration::from_secs(5), || tally(http_a));
+    let followed = followed.expect("A's tally stayed out with B live");
+    eprintln!("A's tally lit {} ms after B was live", followed.as_millis());
+    assert!(followed <= Duration::from_millis(500), "A's tally lit {} ms after B was live", followed.as_millis());
+    assert!(wait_for(Duration::from_secs(30), || frames_decoded(http_a) > 50).is_some());
+
     // A third party at A's bridge port, with no passphrase or a guessed one, gets nothing.
     let passphrase = std::fs::read_to_string(dir_a.join("pairing.toml"))
         .unwrap()

@@ -169,8 +169,8 @@ $('#received').addEventListener('error', (e) => { e.target.hidden = true; });
 
 // ---------- status ----------
 const WORDS = { booting: 'Starting', ready: 'Ready', going_live: 'Going live', live: 'Live', degraded: 'Live, degraded', error: 'Needs attention' };
-const LED_NAMES = ['power', 'link', 'live', 'error'];
-const LED_COLOURS = ['#2563eb', '#16a34a', '#dc2626', '#f59e0b'];
+const LED_NAMES = ['power', 'link', 'live', 'error', 'tally'];
+const LED_COLOURS = ['#2563eb', '#16a34a', '#dc2626', '#f59e0b', '#b91c1c'];
 let lastStatus = null;
 
 function renderStatus(s) {

@@ -29,7 +29,7 @@ pub use overlay::overlay;
 pub use secret::Secret;
 pub use source::{AudioCodec, AudioOut, AudioSource, BitrateMode, DecoderSink, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
-pub use valid::{BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig};
+pub use valid::{BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig, GPIO_LEDS};
 pub use validate::{FieldError, MeetToken, RelaySpec, ValidationErrors};
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].

@@ -338,6 +338,9 @@ pub struct GpioConfig {
     pub led_live: i32,
     /// Error LED: fast blink when the box needs attention.
     pub led_error: i32,
+    /// Tally LED (red): on while this box's picture is on air, as the API or the paired box
+    /// says.
+    pub led_tally: i32,
     /// The go-live button.
     pub button: i32,
     /// The button pulls the pin to ground when pressed (wire it to GND, with a pull-up).
@@ -353,6 +356,7 @@ impl Default for GpioConfig {
             led_link: 6,
             led_live: 13,
             led_error: 19,
+            led_tally: -1,
             button: 26,
             button_active_low: true,
         }

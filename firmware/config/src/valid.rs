@@ -55,6 +55,9 @@ pub enum GpioBackend {
     None,
 }
 
+/// How many LEDs a box drives: power, link, live, error, tally.
+pub const GPIO_LEDS: usize = 5;
+
 /// The validated GPIO settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpioPins {
@@ -62,8 +65,8 @@ pub struct GpioPins {
     pub backend: GpioBackend,
     /// Character device path.
     pub chip: String,
-    /// LEDs power, link, live, error (BCM numbers; `None` = not fitted).
-    pub leds: [Option<u32>; 4],
+    /// LEDs power, link, live, error, tally (BCM numbers; `None` = not fitted).
+    pub leds: [Option<u32>; GPIO_LEDS],
     /// Button.
     pub button: Option<u32>,
     /// Pressed = low.

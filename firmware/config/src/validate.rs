@@ -356,6 +356,7 @@ impl Config {
             ("gpio.led_link", g.led_link),
             ("gpio.led_live", g.led_live),
             ("gpio.led_error", g.led_error),
+            ("gpio.led_tally", g.led_tally),
             ("gpio.button", g.button),
         ] {
             let pin = match value {
@@ -376,8 +377,8 @@ impl Config {
         Some(GpioPins {
             backend: backend?,
             chip: g.chip.clone(),
-            leds: [pins[0].1, pins[1].1, pins[2].1, pins[3].1],
-            button: pins[4].1,
+            leds: [pins[0].1, pins[1].1, pins[2].1, pins[3].1, pins[4].1],
+            button: pins[5].1,
             button_active_low: g.button_active_low,
         })
     }

@@ -8,7 +8,7 @@ use embedded_hal::digital::{ErrorType, InputPin, OutputPin};
 use serde::Serialize;
 use telebridge_config::{GpioBackend, GpioPins};
 
-use crate::{ButtonEvent, LedPattern, Panel};
+use crate::{ButtonEvent, LedPattern, Panel, LEDS};
 
 /// Why the GPIO could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -39,8 +39,8 @@ pub enum GpioError {
 /// The simulated board's state: what the LEDs show and whether the button is down.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct SimState {
-    /// power, link, live, error.
-    pub leds: [bool; 4],
+    /// power, link, live, error, tally.
+    pub leds: [bool; LEDS],
     /// The button is held down.
     pub button_pressed: bool,
 }
@@ -132,7 +132,7 @@ impl Board {
             GpioBackend::None => Ok(Board::None),
             GpioBackend::Sim => {
                 let board = SimBoard::default();
-                let leds = [0, 1, 2, 3].map(|index| Some(SimLed { board: board.clone(), index }));
+                let leds = std::array::from_fn(|index| Some(SimLed { board: board.clone(), index }));
                 Ok(Board::Sim(Panel::new(leds, Some(SimButton { board: board.clone() }), false), board))
             }
             GpioBackend::Pi => open_pi(pins),
@@ -167,7 +167,7 @@ impl Board {
     }
 
     /// Lights the LEDs for `now_ms` and reads the button.
-    pub fn tick(&mut self, now_ms: u64, patterns: &[LedPattern; 4]) -> Result<Option<ButtonEvent>, String> {
+    pub fn tick(&mut self, now_ms: u64, patterns: &[LedPattern; LEDS]) -> Result<Option<ButtonEvent>, String> {
         match self {
             #[cfg(target_os = "linux")]
             Board::Pi(p) => p.tick(now_ms, patterns),
@@ -190,8 +190,8 @@ fn open_pi(pins: &GpioPins) -> Result<Board, GpioError> {
         let handle = chip.get_line(pin).map_err(|e| err(&e))?.request(flags, 0, "telebridge").map_err(|e| err(&e))?;
         PiPin::new(handle).map_err(|e| err(&e))
     };
-    let names = ["power LED", "link LED", "live LED", "error LED"];
-    let mut leds: [Option<PiPin>; 4] = [None, None, None, None];
+    let names = ["power LED", "link LED", "live LED", "error LED", "tally LED"];
+    let mut leds: [Option<PiPin>; LEDS] = Default::default();
     for (i, pin) in pins.leds.iter().enumerate() {
         if let Some(p) = pin {
             leds[i] = Some(line(*p, names[i], LineRequestFlags::OUTPUT)?);
@@ -217,7 +217,7 @@ mod tests {
         GpioPins {
             backend,
             chip: chip.into(),
-            leds: [Some(5), Some(6), Some(13), Some(19)],
+            leds: [Some(5), Some(6), Some(13), Some(19), None],
             button: Some(26),
             button_active_low: true,
         }
@@ -240,9 +240,9 @@ mod tests {
     fn the_simulated_board_shows_leds_and_takes_presses() {
         let mut b = Board::open(&pins(GpioBackend::Sim, "")).unwrap();
         let sim = b.sim().unwrap();
-        let on = [LedPattern::On, LedPattern::Off, LedPattern::On, LedPattern::Off];
+        let on = [LedPattern::On, LedPattern::Off, LedPattern::On, LedPattern::Off, LedPattern::On];
         assert_eq!(b.tick(0, &on).unwrap(), None);
-        assert_eq!(sim.state().leds, [true, false, true, false]);
+        assert_eq!(sim.state().leds, [true, false, true, false, true]);
         sim.set_button(true);
         for t in (0..=200).step_by(10) {
             assert_eq!(b.tick(t, &on).unwrap(), None);

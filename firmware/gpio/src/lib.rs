@@ -11,5 +11,5 @@ mod pattern;
 
 pub use button::{ButtonEvent, ButtonTracker, HOLD_SETUP_MS, HOLD_STOP_MS};
 pub use debounce::{Debouncer, DEBOUNCE_MS};
-pub use panel::{Led, Panel};
+pub use panel::{Led, Panel, LEDS};
 pub use pattern::LedPattern;

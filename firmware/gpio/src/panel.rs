@@ -1,4 +1,4 @@
-//! Drives the four LEDs and reads the button through embedded-hal 1.0 pins: each tick lights
+//! Drives the LEDs and reads the button through embedded-hal 1.0 pins: each tick lights
 //! every LED as its pattern says (writing only on change) and turns the button's raw level into
 //! debounced press and hold events.
 
@@ -19,11 +19,16 @@ pub enum Led {
     Live = 2,
     /// Needs attention.
     Error = 3,
+    /// The tally: this box's picture is on air (told by the API or by the paired box).
+    Tally = 4,
 }
 
+/// How many LEDs a panel drives (the configuration's count).
+pub const LEDS: usize = telebridge_config::GPIO_LEDS;
+
 impl Led {
-    /// All four, in array order.
-    pub const ALL: [Led; 4] = [Led::Power, Led::Link, Led::Live, Led::Error];
+    /// All of them, in array order.
+    pub const ALL: [Led; LEDS] = [Led::Power, Led::Link, Led::Live, Led::Error, Led::Tally];
 
     /// The LED's name, as the API writes it.
     pub fn name(self) -> &'static str {
@@ -32,6 +37,7 @@ impl Led {
             Led::Link => "link",
             Led::Live => "live",
             Led::Error => "error",
+            Led::Tally => "tally",
         }
     }
 }
@@ -39,8 +45,8 @@ impl Led {
 /// LEDs and a button on some pins.
 #[derive(Debug)]
 pub struct Panel<O, I> {
-    leds: [Option<O>; 4],
-    lit: [Option<bool>; 4],
+    leds: [Option<O>; LEDS],
+    lit: [Option<bool>; LEDS],
     button: Option<I>,
     active_low: bool,
     debounce: Debouncer,
@@ -49,10 +55,10 @@ pub struct Panel<O, I> {
 
 impl<O: OutputPin, I: InputPin> Panel<O, I> {
     /// A panel; `None` for parts not fitted. `active_low`: the button reads low when pressed.
-    pub fn new(leds: [Option<O>; 4], button: Option<I>, active_low: bool) -> Self {
+    pub fn new(leds: [Option<O>; LEDS], button: Option<I>, active_low: bool) -> Self {
         Self {
             leds,
-            lit: [None; 4],
+            lit: [None; LEDS],
             button,
             active_low,
             debounce: Debouncer::new(false, DEBOUNCE_MS),
@@ -61,7 +67,7 @@ impl<O: OutputPin, I: InputPin> Panel<O, I> {
     }
 
     /// Lights the LEDs for `now_ms` and reads the button; call every few milliseconds.
-    pub fn tick(&mut self, now_ms: u64, patterns: &[LedPattern; 4]) -> Result<Option<ButtonEvent>, String> {
+    pub fn tick(&mut self, now_ms: u64, patterns: &[LedPattern; LEDS]) -> Result<Option<ButtonEvent>, String> {
         for (i, pattern) in patterns.iter().enumerate() {
             let want = pattern.level(now_ms);
             if let Some(pin) = self.leds[i].as_mut() {
@@ -80,12 +86,12 @@ impl<O: OutputPin, I: InputPin> Panel<O, I> {
     }
 
     /// Which LEDs are lit now (as last written).
-    pub fn lit(&self) -> [bool; 4] {
+    pub fn lit(&self) -> [bool; LEDS] {
         self.lit.map(|l| l.unwrap_or(false))
     }
 
     /// Gives the pins back (tests check their transactions).
-    pub fn release(self) -> ([Option<O>; 4], Option<I>) {
+    pub fn release(self) -> ([Option<O>; LEDS], Option<I>) {
         (self.leds, self.button)
     }
 }
@@ -97,7 +103,7 @@ mod tests {
     use super::*;
     use LedPattern::*;
 
-    const PATTERNS: [LedPattern; 4] = [On, SlowBlink, Off, FastBlink];
+    const PATTERNS: [LedPattern; LEDS] = [On, SlowBlink, Off, FastBlink, Off];
 
     #[test]
     fn leds_are_written_only_when_their_level_changes() {
@@ -113,11 +119,12 @@ mod tests {
             T::set(State::Low),
             T::set(State::High),
         ]);
-        let mut panel: Panel<Mock, Mock> = Panel::new([Some(power), Some(link), Some(live), Some(error)], None, true);
+        let mut panel: Panel<Mock, Mock> =
+            Panel::new([Some(power), Some(link), Some(live), Some(error), None], None, true);
         for t in [0, 10, 100, 130, 260, 499, 500] {
             assert_eq!(panel.tick(t, &PATTERNS).unwrap(), None);
         }
-        assert_eq!(panel.lit(), [true, false, false, true]);
+        assert_eq!(panel.lit(), [true, false, false, true, false]);
         let (leds, _) = panel.release();
         for mut l in leds.into_iter().flatten() {
             l.done();
@@ -141,7 +148,7 @@ mod tests {
             (260, State::High),
         ];
         let button = Mock::new(&levels.iter().map(|(_, s)| T::get(*s)).collect::<Vec<_>>());
-        let mut panel: Panel<Mock, Mock> = Panel::new([None, None, None, None], Some(button), true);
+        let mut panel: Panel<Mock, Mock> = Panel::new([None, None, None, None, None], Some(button), true);
         let mut events = Vec::new();
         for (t, _) in levels {
             if let Some(e) = panel.tick(t, &PATTERNS).unwrap() {
@@ -157,7 +164,7 @@ mod tests {
     #[test]
     fn an_unfitted_led_is_skipped() {
         let live = Mock::new(&[T::set(State::Low)]);
-        let mut panel: Panel<Mock, Mock> = Panel::new([None, None, Some(live), None], None, true);
+        let mut panel: Panel<Mock, Mock> = Panel::new([None, None, Some(live), None, None], None, true);
         panel.tick(0, &PATTERNS).unwrap();
         panel.tick(600, &PATTERNS).unwrap();
         let (leds, _) = panel.release();

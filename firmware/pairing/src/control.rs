@@ -83,6 +83,39 @@ pub fn is_farewell(record: &PairRecord, data: &[u8], now_unix: u64) -> bool {
     mac(record, "unpair", unix).is_some_and(|m| m.verify_slice(&tag).is_ok())
 }
 
+/// This box's on-air state for the paired box's tally light, at `unix` seconds: sent four times
+/// a second while the connection is up, so the far tally follows within half a second and goes
+/// out soon after the messages stop.
+pub fn on_air(record: &PairRecord, live: bool, unix: u64) -> Vec<u8> {
+    let word = if live { "on" } else { "off" };
+    let tag = mac(record, &format!("tally {word}"), unix).map(|m| hex(&m.finalize().into_bytes())).unwrap_or_default();
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(format!("tally {word} {} {unix} {tag}", record.pair_id).as_bytes());
+    out
+}
+
+/// The paired box's on-air state, when `data` is its genuine tally message near `now_unix`.
+pub fn read_on_air(record: &PairRecord, data: &[u8], now_unix: u64) -> Option<bool> {
+    let body = data.strip_prefix(MAGIC).and_then(|b| std::str::from_utf8(b).ok())?;
+    let mut words = body.split(' ');
+    let (Some("tally"), Some(word), Some(pair), Some(unix), Some(tag), None) =
+        (words.next(), words.next(), words.next(), words.next(), words.next(), words.next())
+    else {
+        return None;
+    };
+    let live = match word {
+        "on" => true,
+        "off" => false,
+        _ => return None,
+    };
+    let unix = unix.parse::<u64>().ok()?;
+    if pair != record.pair_id || unix.abs_diff(now_unix) > CLOCK_SLACK_S {
+        return None;
+    }
+    let tag = tag_bytes(tag)?;
+    mac(record, &format!("tally {word}"), unix).is_some_and(|m| m.verify_slice(&tag).is_ok()).then_some(live)
+}
+
 #[cfg(test)]
 mod tests {
     use telebridge_config::Secret;
@@ -117,6 +150,22 @@ mod tests {
             pair_key: Secret::new(key.repeat(64)),
             paired_at_unix: 0,
         }
+    }
+
+    #[test]
+    fn the_far_boxs_on_air_state_is_read_only_from_its_own_fresh_signed_message() {
+        let t = 1_796_000_000;
+        assert_eq!(read_on_air(&record("k"), &on_air(&record("k"), true, t), t + 1), Some(true));
+        assert_eq!(read_on_air(&record("k"), &on_air(&record("k"), false, t), t), Some(false));
+        assert_eq!(read_on_air(&record("j"), &on_air(&record("k"), true, t), t), None, "another pair's key");
+        assert_eq!(read_on_air(&record("k"), &on_air(&record("k"), true, t), t + CLOCK_SLACK_S + 1), None);
+        // "off" signed, "on" written: the tag covers the word.
+        let flipped = String::from_utf8(on_air(&record("k"), false, t)).unwrap().replace("tally off", "tally on");
+        assert_eq!(read_on_air(&record("k"), flipped.as_bytes(), t), None);
+        // A farewell is no tally, a tally no farewell.
+        assert_eq!(read_on_air(&record("k"), &farewell(&record("k"), t), t), None);
+        assert!(!is_farewell(&record("k"), &on_air(&record("k"), true, t), t));
+        assert_eq!(read_on_air(&record("k"), b"\0telebridge-control\0tally on", t), None);
     }
 
     #[test]

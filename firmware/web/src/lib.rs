@@ -96,6 +96,7 @@ impl AppState {
         pairing::spawn_listener(&state);
         pairing::spawn_mapping_keeper(&state);
         pairing::spawn_screen_keeper(&state);
+        pairing::spawn_tally_sender(&state);
         state
     }
 
@@ -137,6 +138,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/config/backup", get(config_api::backup_config))
         .route("/api/config/restore", post(config_api::restore_config))
         .route("/api/live", post(live::live))
+        .route("/api/tally", post(live::tally))
         .route("/api/events", get(live::events))
         .route("/api/stats.csv", get(live::stats_csv))
         .route("/api/logs", get(live::logs))

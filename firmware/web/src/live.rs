@@ -53,6 +53,28 @@ pub(crate) async fn live(
     Ok((StatusCode::ACCEPTED, Json(json!({ "live": body.live }))).into_response())
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TallyBody {
+    on_air: bool,
+}
+
+impl Shape for TallyBody {
+    const SHAPE: &'static str = r#"{"on_air": true} or {"on_air": false}"#;
+}
+
+/// `POST /api/tally`: the control room's cue, this box's picture is on air (the tally LED, the
+/// panel), or no longer.
+pub(crate) async fn tally(
+    State(s): State<AppState>,
+    SmallJson(body): SmallJson<TallyBody>,
+) -> Result<Response, ApiError> {
+    if s.daemon.commands().send(DaemonCommand::Tally(body.on_air)).await.is_err() {
+        return Err(error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"));
+    }
+    Ok((StatusCode::ACCEPTED, Json(json!({ "on_air": body.on_air }))).into_response())
+}
+
 /// Server-sent events: `sample` once a second (the `--stats json` line of the running media,
 /// with the state), `state` when the state changes.
 pub(crate) async fn events(

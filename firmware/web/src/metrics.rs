@@ -42,6 +42,8 @@ pub fn render(s: &DaemonStatus) -> String {
     }
     o.head("telebridge_uptime_seconds", "counter", "Seconds since the daemon started");
     o.val("telebridge_uptime_seconds", "", s.uptime_s as f64);
+    o.head("telebridge_tally", "gauge", "1 while the box's picture is on air (the tally light)");
+    o.val("telebridge_tally", "", if s.tally.on_air { 1.0 } else { 0.0 });
     o.head("telebridge_input_signal", "gauge", "1 while the input has a signal (frames arrive from the source)");
     o.val("telebridge_input_signal", "", if s.input.signal { 1.0 } else { 0.0 });
     if let Some(m) = s.media.as_ref().and_then(MediaSample::sending) {

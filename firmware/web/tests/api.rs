@@ -407,6 +407,7 @@ async fn the_openapi_document_names_every_endpoint() {
         ("/api/config/backup", "get"),
         ("/api/config/restore", "post"),
         ("/api/live", "post"),
+        ("/api/tally", "post"),
         ("/api/events", "get"),
         ("/api/stats.csv", "get"),
         ("/metrics", "get"),

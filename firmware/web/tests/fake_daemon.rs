@@ -60,7 +60,8 @@ fn status(state_name: &str) -> DaemonStatus {
     DaemonStatus {
         name: state_name.into(),
         role: "encoder",
-        led_patterns: machine.leds(0),
+        led_patterns: telebridge_appliance::tally::panel(machine.leds(0), telebridge_gpio::LedPattern::Off),
+        tally: Default::default(),
         machine,
         since_unix_ms: 0,
         gpio: "none",

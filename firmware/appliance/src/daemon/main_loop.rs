@@ -25,7 +25,8 @@ pub(super) struct MainLoop {
     pub(super) peer_link: Result<telebridge_pairing::PeerRoute, String>,
     pub(super) machine: Machine,
     /// The LEDs' patterns, read by the GPIO thread.
-    pub(super) patterns: Arc<Mutex<[LedPattern; 4]>>,
+    pub(super) patterns: Arc<Mutex<[LedPattern; telebridge_gpio::LEDS]>>,
+    pub(super) tally: crate::tally::Tally,
     pub(super) status_tx: watch::Sender<DaemonStatus>,
     pub(super) heartbeat: Heartbeat,
     pub(super) started: Instant,
@@ -124,13 +125,15 @@ impl MainLoop {
         self.heartbeat.beat();
         let now = self.now_ms();
         let gpio = self.status_tx.borrow().gpio;
-        *self.patterns.lock().unwrap_or_else(|p| p.into_inner()) = machine.leds(now);
+        let leds = crate::tally::panel(machine.leds(now), self.tally.pattern(now));
+        *self.patterns.lock().unwrap_or_else(|p| p.into_inner()) = leds;
         let last = self.last_sample.as_ref();
         self.status_tx.send_replace(DaemonStatus {
             name: config.name.clone(),
             role: role_name(config.role),
             since_unix_ms: unix_ms().saturating_sub(now.saturating_sub(machine.since_ms)),
-            led_patterns: machine.leds(now),
+            led_patterns: leds,
+            tally: self.tally.status(now),
             machine: machine.clone(),
             gpio,
             media: self.last_sample.clone(),
@@ -191,6 +194,14 @@ impl MainLoop {
                     self.stop_media();
                     self.start_media();
                 }
+            }
+            DaemonCommand::Tally(on_air) => {
+                info!(on_air, "tally cue");
+                self.tally.cue(on_air);
+            }
+            DaemonCommand::FarLive(live) => {
+                let now = self.now_ms();
+                self.tally.far(live, now);
             }
             DaemonCommand::Stall(d) => {
                 warn!(ms = d.as_millis() as u64, "stalling the main loop on request (simulation)");

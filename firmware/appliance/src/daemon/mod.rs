@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use telebridge_config::ValidConfig;
 use telebridge_gpio::backend::{Board, SimBoard, SimState};
-use telebridge_gpio::ButtonEvent;
+use telebridge_gpio::{ButtonEvent, LedPattern};
 
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info};
@@ -67,6 +67,10 @@ pub enum DaemonCommand {
     PeerLink(Box<Result<telebridge_pairing::PeerRoute, String>>),
     /// Send this control message to the paired box on the bridge's connection (a farewell).
     ToPeer(Vec<u8>),
+    /// The control room's tally cue (`POST /api/tally`): this box's picture is on air, or not.
+    Tally(bool),
+    /// The paired box said it is live, or not (its tally message).
+    FarLive(bool),
 }
 
 /// The daemon as the API sees it.
@@ -112,13 +116,15 @@ pub fn start(
     info!(gpio = gpio_name, role = ?options.config.role, "appliance starting");
 
     let machine = Machine::new(now_ms());
-    let patterns = Arc::new(Mutex::new(machine.leds(now_ms())));
+    let leds = crate::tally::panel(machine.leds(now_ms()), LedPattern::Off);
+    let patterns = Arc::new(Mutex::new(leds));
     let status = DaemonStatus {
         name: options.config.name.clone(),
         role: role_name(options.config.role),
         machine: machine.clone(),
         since_unix_ms: unix_ms(),
-        led_patterns: machine.leds(now_ms()),
+        led_patterns: leds,
+        tally: crate::tally::TallyStatus::default(),
         gpio: gpio_name,
         media: None,
         running: false,
@@ -193,6 +199,7 @@ pub fn start(
         peer_link: options.peer_link,
         machine,
         patterns,
+        tally: crate::tally::Tally::default(),
         status_tx,
         heartbeat,
         started,

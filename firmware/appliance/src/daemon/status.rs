@@ -22,7 +22,9 @@ pub struct DaemonStatus {
     /// Since when, ms since the Unix epoch.
     pub since_unix_ms: u64,
     /// What each LED shows (power, link, live, error).
-    pub led_patterns: [LedPattern; 4],
+    pub led_patterns: [LedPattern; telebridge_gpio::LEDS],
+    /// The tally light: on air, and why.
+    pub tally: crate::tally::TallyStatus,
     /// The GPIO backend.
     pub gpio: &'static str,
     /// The latest one-second sample of the running media (serialised as `--stats json` prints it).

@@ -30,7 +30,7 @@ mod tasks;
 pub(crate) use join::join;
 pub(crate) use peer::{confirm, hello};
 pub use tasks::screen_text;
-pub(crate) use tasks::{spawn_listener, spawn_mapping_keeper, spawn_screen_keeper};
+pub(crate) use tasks::{spawn_listener, spawn_mapping_keeper, spawn_screen_keeper, spawn_tally_sender};
 
 /// A box's pairing: the code it may show, the pairing it holds.
 #[derive(Debug)]
@@ -131,13 +131,16 @@ impl Pairing {
         }
     }
 
-    /// A control message from the paired box: the pairing it ended when it was its farewell
-    /// (forgotten here too).
-    fn on_peer_message(&self, data: &[u8]) -> Option<PairRecord> {
+    /// A control message from the paired box: its live state for the tally, or its farewell
+    /// (the pairing it ended, forgotten here too).
+    fn on_peer_message(&self, data: &[u8]) -> Option<PeerMessage> {
         let mut inner = self.lock();
         let record = inner.record.clone()?;
+        if let Some(live) = telebridge_pairing::control::read_on_air(&record, data, unix_now()) {
+            return Some(PeerMessage::Live(live));
+        }
         if !telebridge_pairing::control::is_farewell(&record, data, unix_now()) {
-            warn!("a control message from the paired box that is not its farewell: ignored");
+            warn!("a control message from the paired box that is neither its live state nor its farewell: ignored");
             return None;
         }
         if let Some(path) = &self.path {
@@ -150,7 +153,7 @@ impl Pairing {
         inner.record = None;
         inner.last = Some(why.clone());
         inner.unpaired = Some(why);
-        Some(record)
+        Some(PeerMessage::Farewell(record))
     }
 
     fn view(&self, config: Option<&telebridge_config::ValidConfig>) -> PairingView {
@@ -211,6 +214,20 @@ async fn announce(s: &AppState) {
         None => Err("the configuration does not validate".into()),
     };
     let _ = s.daemon.commands().send(DaemonCommand::PeerLink(Box::new(link))).await;
+}
+
+/// What the paired box said on the bridge's connection.
+enum PeerMessage {
+    /// It is live (its tally message), or not.
+    Live(bool),
+    /// It unpaired: the pairing it ended.
+    Farewell(PairRecord),
+}
+
+/// This box's live state for the paired box's tally, when paired: the signed message.
+pub(crate) fn live_message(s: &AppState, live: bool) -> Option<Vec<u8>> {
+    let record = s.pairing.lock().record.clone()?;
+    Some(telebridge_pairing::control::on_air(&record, live, unix_now()))
 }
 
 /// `GET /api/pairing`.

@@ -6,7 +6,7 @@ use telebridge_pairing::store::Via;
 use telebridge_pairing::Reach;
 use tracing::{info, warn};
 
-use super::{announce, forget_mapping, open_code, PairingView};
+use super::{announce, forget_mapping, live_message, open_code, PairingView, PeerMessage};
 use crate::reach;
 use crate::AppState;
 
@@ -17,14 +17,47 @@ pub(crate) fn spawn_listener(s: &AppState) {
     tokio::spawn(async move {
         loop {
             match rx.recv().await {
-                Ok(m) => {
-                    if let Some(ended) = s.pairing.on_peer_message(&m) {
+                Ok(m) => match s.pairing.on_peer_message(&m) {
+                    Some(PeerMessage::Live(live)) => {
+                        let _ = s.daemon.commands().send(DaemonCommand::FarLive(live)).await;
+                    }
+                    Some(PeerMessage::Farewell(ended)) => {
                         forget_mapping(&s, &ended);
                         announce(&s).await;
                     }
-                }
+                    None => {}
+                },
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
+}
+
+/// Tells the paired box four times a second whether this box is live, on the bridge's connection,
+/// for its tally light (the messages stop with the connection, and the far light goes out).
+pub(crate) fn spawn_tally_sender(s: &AppState) {
+    let s = s.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+        loop {
+            tick.tick().await;
+            let (running, live) = {
+                let st = s.daemon.status().borrow().clone();
+                let live = matches!(
+                    st.machine.state,
+                    telebridge_appliance::state::State::Live | telebridge_appliance::state::State::Degraded
+                );
+                (st.running, live)
+            };
+            let bridge = s.store.running().is_some_and(|c| c.role == telebridge_config::Role::Bridge);
+            if !(running && bridge) {
+                continue;
+            }
+            if let Some(message) = live_message(&s, live) {
+                if s.daemon.commands().send(DaemonCommand::ToPeer(message)).await.is_err() {
+                    break;
+                }
             }
         }
     });
