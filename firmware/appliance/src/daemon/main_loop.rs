@@ -86,7 +86,12 @@ impl MainLoop {
             match action {
                 Action::Start => self.start_media(),
                 Action::Stop => {
-                    self.stop_media();
+                    // Taken: its events from now on are stale.
+                    if let Some(mut m) = self.media.take() {
+                        if let Some(stop) = m.stop.take() {
+                            let _ = stop.send(());
+                        }
+                    }
                     self.last_sample = None;
                     *self.shared.preview.lock().unwrap_or_else(|p| p.into_inner()) = None;
                     *self.shared.received.lock().unwrap_or_else(|p| p.into_inner()) = None;
