@@ -209,9 +209,10 @@ impl EncoderRun {
         match cmd {
             EncoderCommand::AddOutput(name, spec) => match self.start_output(&name, &spec) {
                 Ok(out) => {
-                    info!(output = %spec.label(), "output added while running");
-                    self.pipeline().request_keyframe();
                     self.attach(name, out);
+                    info!(output = %spec.label(), "output added while running");
+                    // Fed from now on: its first picture is the next keyframe.
+                    self.pipeline().request_keyframe();
                 }
                 Err(e) => warn!(error = %e, "cannot add output"),
             },
