@@ -175,10 +175,14 @@ fn spread_words(a: &[Figures], b: &[Figures]) -> String {
 /// frames (medians over the repeats). The p10 bitrate is said beside.
 pub(super) fn verdict(name: &str, belacoder: &[Figures], ours: &[Figures]) -> String {
     let ((bn, bm, bp), (on, om, op)) = (medians(belacoder), medians(ours));
-    let more = if name.starts_with("4g") { on < bn } else { on <= bn };
+    let words = match on.total_cmp(&bn) {
+        std::cmp::Ordering::Less => "beats",
+        std::cmp::Ordering::Equal if name.starts_with("4g") => "only EQUALS (the 4G bar is strictly more frames)",
+        std::cmp::Ordering::Equal => "equals",
+        std::cmp::Ordering::Greater => "LOSES TO",
+    };
     format!(
-        "{name}: ours {} belacoder's rule on frames not shown ({on} vs {bn}), {} on mean bitrate ({om:.0} vs {bm:.0} kbit/s; p10 {op:.0} vs {bp:.0}){}",
-        if more { "beats or equals" } else { "LOSES TO" },
+        "{name}: ours {words} belacoder's rule on frames not shown ({on} vs {bn}), {} on mean bitrate ({om:.0} vs {bm:.0} kbit/s; p10 {op:.0} vs {bp:.0}){}",
         if om >= bm { "at least" } else { "UNDER" },
         spread_words(ours, belacoder),
     )
@@ -229,10 +233,12 @@ mod tests {
         let bela = [f(10, 700.0), f(150, 600.0), f(30, 800.0)];
         let ours = [f(25, 1400.0), f(20, 1500.0), f(200, 1300.0)];
         let v = verdict("4g-1", &bela, &ours);
-        assert!(v.starts_with("4g-1: ours beats or equals belacoder's rule on frames not shown (25 vs 30)"), "{v}");
+        assert!(v.starts_with("4g-1: ours beats belacoder's rule on frames not shown (25 vs 30)"), "{v}");
         assert!(v.contains("p10 700 vs 350"), "{v}");
         assert!(v.ends_with("(medians of 3 runs; the ranges overlap: not told apart)"), "{v}");
-        assert!(verdict("4g-2", &[f(5, 700.0)], &[f(5, 900.0)]).contains("LOSES TO"), "4G needs strictly fewer");
+        assert!(verdict("4g-2", &[f(5, 700.0)], &[f(5, 900.0)]).contains("only EQUALS"), "4G needs strictly fewer");
+        assert!(verdict("fade", &[f(0, 700.0)], &[f(0, 900.0)]).contains("ours equals"));
+        assert!(verdict("4g-2", &[f(5, 700.0)], &[f(6, 900.0)]).contains("LOSES TO"));
         assert!(verdict("steps", &[f(5, 700.0)], &[f(5, 600.0)]).contains("UNDER"));
         // Frames left out count: 2 lost + 30 left out is worse than 20 lost.
         let v = verdict("4g-2", &[f(20, 700.0), f(22, 700.0)], &[left_out(f(2, 900.0), 30), left_out(f(3, 900.0), 28)]);
