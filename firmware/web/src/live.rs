@@ -47,9 +47,7 @@ pub(crate) async fn live(
     State(s): State<AppState>,
     SmallJson(body): SmallJson<LiveBody>,
 ) -> Result<Response, ApiError> {
-    if s.daemon.commands().send(DaemonCommand::Live(body.live)).await.is_err() {
-        return Err(error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"));
-    }
+    tell(&s, DaemonCommand::Live(body.live)).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "live": body.live }))).into_response())
 }
 
@@ -69,10 +67,17 @@ pub(crate) async fn tally(
     State(s): State<AppState>,
     SmallJson(body): SmallJson<TallyBody>,
 ) -> Result<Response, ApiError> {
-    if s.daemon.commands().send(DaemonCommand::Tally(body.on_air)).await.is_err() {
-        return Err(error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"));
-    }
+    tell(&s, DaemonCommand::Tally(body.on_air)).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "on_air": body.on_air }))).into_response())
+}
+
+/// Hands the daemon a command; a daemon that is stopping answers 503.
+pub(crate) async fn tell(s: &AppState, command: DaemonCommand) -> Result<(), ApiError> {
+    s.daemon
+        .commands()
+        .send(command)
+        .await
+        .map_err(|_| error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"))
 }
 
 /// Server-sent events: `sample` once a second (the `--stats json` line of the running media,

@@ -117,8 +117,6 @@ pub(crate) async fn sim_stall(
     if body.ms > 60_000 {
         return Err(error(StatusCode::UNPROCESSABLE_ENTITY, format!("ms: {} is out of range 0-60000", body.ms)));
     }
-    if s.daemon.commands().send(DaemonCommand::Stall(Duration::from_millis(body.ms))).await.is_err() {
-        return Err(error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"));
-    }
+    crate::live::tell(&s, DaemonCommand::Stall(Duration::from_millis(body.ms))).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "stall_ms": body.ms }))).into_response())
 }
