@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use telebridge_config::OutputSpec;
+use telebridge_config::{OutputSpec, SrtUrl};
 use telebridge_outputs::{Recording, RtmpOutput};
 use telebridge_srt::{OutputStatus, SrtOutput};
 
@@ -72,10 +72,75 @@ pub fn start(
     keyframe: Arc<dyn Fn() + Send + Sync>,
 ) -> Result<Box<dyn Output>, AppError> {
     Ok(match spec {
-        OutputSpec::Srt(url) => Box::new(SrtOutput::start(name.to_string(), url.clone(), keyframe)?),
+        OutputSpec::Srt(url) => start_srt(name, url, keyframe)?,
         OutputSpec::Rtmp(url) => Box::new(RtmpOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe)),
         OutputSpec::File(f) => Box::new(Recording::start(name.to_string(), f.clone())),
     })
+}
+
+/// An SRT output; bonded over its uplinks when its URL says `bond=`.
+fn start_srt(name: &str, url: &SrtUrl, keyframe: Arc<dyn Fn() + Send + Sync>) -> Result<Box<dyn Output>, AppError> {
+    if url.bond.is_empty() {
+        return Ok(Box::new(SrtOutput::start(name.to_string(), url.clone(), keyframe)?));
+    }
+    Ok(Box::new(BondedSrt::start(name, url, keyframe)?))
+}
+
+/// An SRT output carried over several uplinks: libsrt calls the bonding sender on loopback,
+/// which spreads the connection's packets over the uplinks to a bonding receiver.
+pub struct BondedSrt {
+    srt: SrtOutput,
+    bond: telebridge_bond::BondSender,
+}
+
+impl BondedSrt {
+    fn start(name: &str, url: &SrtUrl, keyframe: Arc<dyn Fn() + Send + Sync>) -> Result<Self, AppError> {
+        use std::net::ToSocketAddrs;
+        let host = url.host.as_deref().unwrap_or_default();
+        let receiver =
+            (host, url.port).to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| {
+                AppError::BadInput(format!("output {name}: cannot resolve the bonding receiver {host}"))
+            })?;
+        let bond = telebridge_bond::BondSender::start(&url.bond, receiver)
+            .map_err(|e| AppError::Runtime(format!("output {name}: cannot start bonding: {e}")))?;
+        let local = bond.local_addr();
+        let mut inner = url.clone();
+        inner.host = Some(local.ip().to_string());
+        inner.port = local.port();
+        inner.bond.clear();
+        inner.local_address = None;
+        inner.local_port = None;
+        let srt = SrtOutput::start(name.to_string(), inner, keyframe)?;
+        Ok(BondedSrt { srt, bond })
+    }
+
+    /// Every uplink's state.
+    pub fn links(&self) -> Vec<telebridge_bond::sender::LinkStatus> {
+        self.bond.status()
+    }
+}
+
+impl std::fmt::Debug for BondedSrt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BondedSrt").field("bond", &self.bond).finish_non_exhaustive()
+    }
+}
+
+impl Output for BondedSrt {
+    fn send(&self, data: &[u8]) {
+        self.srt.send(data)
+    }
+    fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus> {
+        self.srt.status()
+    }
+    fn stop(self: Box<Self>) {
+        let BondedSrt { srt, bond } = *self;
+        srt.stop();
+        bond.stop();
+    }
+    fn srt(&self) -> Option<&SrtOutput> {
+        Some(&self.srt)
+    }
 }
 
 /// Whether the output runs a GStreamer pipeline: RTMP does; SRT and recording do not.
@@ -97,7 +162,7 @@ pub fn start_any(name: &str, spec: &OutputSpec, queue_bytes: u64) -> Result<Box<
 /// links neither GStreamer nor GLib (`telebridge-relay`). RTMP is refused.
 pub fn start_without_gstreamer(name: &str, spec: &OutputSpec, _queue_bytes: u64) -> Result<Box<dyn Output>, AppError> {
     match spec {
-        OutputSpec::Srt(url) => Ok(Box::new(SrtOutput::start(name.to_string(), url.clone(), Arc::new(|| {}))?)),
+        OutputSpec::Srt(url) => start_srt(name, url, Arc::new(|| {})),
         OutputSpec::File(f) => Ok(Box::new(Recording::start(name.to_string(), f.clone()))),
         OutputSpec::Rtmp(_) => {
             Err(AppError::BadInput(format!("output {name}: RTMP needs GStreamer; run it with `telebridge relay`")))

@@ -28,6 +28,7 @@ const KNOWN_OPTIONS: &[&str] = &[
     "peeridletimeo",
     "adapter",
     "localport",
+    "bond",
 ];
 
 /// Who opens the connection (`SRTO_RENDEZVOUS` and the socket's role).
@@ -109,6 +110,8 @@ pub struct SrtUrl {
     /// A rendezvous through a meeting point: the pair's token, said in a hello from the local
     /// port before the rendezvous starts (set by the bridge's route, never read from a URI).
     pub meet_token: Option<crate::MeetToken>,
+    /// Bonded over these uplinks (`bond=eth0,wwan0`): empty = one ordinary socket.
+    pub bond: Vec<crate::Uplink>,
 }
 
 /// Why an `srt://` URI was refused. Each message names the value and what is allowed.
@@ -172,6 +175,9 @@ pub enum SrtUrlError {
     /// Bad percent-encoding.
     #[error("option {0} has a malformed %-escape")]
     BadEscape(String),
+    /// A bad `bond=` list.
+    #[error(transparent)]
+    Bond(#[from] crate::UplinkError),
 }
 
 impl SrtUrl {
@@ -217,6 +223,7 @@ impl SrtUrl {
             local_address: None,
             local_port: None,
             meet_token: None,
+            bond: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
         let mut key_length_raw: Option<String> = None;
@@ -240,6 +247,9 @@ impl SrtUrl {
         }
         if url.host.is_none() && url.mode != SrtMode::Listener {
             return Err(SrtUrlError::NeedsHost(url.mode.as_str()));
+        }
+        if !url.bond.is_empty() && url.mode != SrtMode::Caller {
+            return Err(crate::UplinkError::NotCaller.into());
         }
         Ok(url)
     }
@@ -313,6 +323,7 @@ impl SrtUrl {
             }
             "adapter" => self.local_address = Some(value),
             "localport" => self.local_port = Some(parse_num(&value, "localport", 1, 65535, "a port 1-65535")? as u16),
+            "bond" => self.bond = crate::uplink::parse_uplinks(&value)?,
             _ => return Err(SrtUrlError::UnknownOption(key.to_string())),
         }
         Ok(())
@@ -356,6 +367,9 @@ impl SrtUrl {
         }
         if let Some(v) = self.local_port {
             s.push_str(&format!("&localport={v}"));
+        }
+        if !self.bond.is_empty() {
+            s.push_str(&format!("&bond={}", self.bond.iter().map(|u| u.to_string()).collect::<Vec<_>>().join(",")));
         }
         s
     }
@@ -447,6 +461,18 @@ mod tests {
         let u = SrtUrl::parse("srt://:9000").unwrap();
         assert_eq!(u.mode, SrtMode::Listener);
         assert_eq!(u.host, None);
+    }
+
+    #[test]
+    fn a_bonded_caller_keeps_its_uplinks_and_only_a_caller_bonds() {
+        let u = SrtUrl::parse("srt://recv.example:5000?bond=eth0,wwan0,10.0.0.2&latency=2000").unwrap();
+        assert_eq!(u.bond.len(), 3);
+        assert_eq!(u.bond[2], crate::Uplink::Address("10.0.0.2".parse().unwrap()));
+        assert_eq!(SrtUrl::parse(&u.to_string()).unwrap().bond, u.bond);
+        let e = SrtUrl::parse("srt://:5000?bond=eth0").unwrap_err();
+        assert_eq!(e, SrtUrlError::Bond(crate::UplinkError::NotCaller));
+        let e = SrtUrl::parse("srt://h:5000?bond=eth0,e/1").unwrap_err();
+        assert!(e.to_string().contains("\"e/1\""), "{e}");
     }
 
     #[test]
@@ -548,7 +574,7 @@ mod tests {
                 latency: Some(Latency::Fixed(Duration::from_millis(latency))), passphrase: None, key_length: None,
                 stream_id: (!sid.is_empty()).then(|| sid.clone()), max_bw_bytes_per_s: None,
                 input_bw_bytes_per_s: None, overhead_bw_pct: None, connect_timeout: None, peer_idle_timeout: None,
-                local_address: None, local_port: None, meet_token: None,
+                local_address: None, local_port: None, meet_token: None, bond: Vec::new(),
             };
             let again = SrtUrl::parse(&url.uri_without_secret()).unwrap();
             prop_assert_eq!(again, url);

@@ -202,6 +202,11 @@ pub(crate) struct RelayArgs {
     /// the sound (AES-256 end to end, with a key it never has).
     #[arg(long, conflicts_with_all = ["input", "outputs"])]
     pub(crate) meet: Option<String>,
+    /// Also take bonded senders (srtla's protocol: Telebridge's `bond=`, srtla_send, Moblin,
+    /// BELABOX) on this UDP port (PORT or ADDRESS:PORT) and hand their stream to the input,
+    /// which then listens: `--input srt://:PORT2?mode=listener`.
+    #[arg(long, value_parser = parse_listen, conflicts_with = "meet")]
+    pub(crate) bond_listen: Option<std::net::SocketAddr>,
     /// Buffer per output in kbit/s of stream it must hold for a second.
     #[arg(long, default_value_t = 20_000)]
     pub(crate) max_bitrate_kbps: u64,
@@ -261,4 +266,12 @@ pub(crate) struct EncodeArgs {
     /// Stop after this long (10s, 2m, ...).
     #[arg(long, value_parser = crate::duration::parse)]
     pub(crate) duration: Option<std::time::Duration>,
+}
+
+/// `PORT` (every address) or `ADDRESS:PORT`.
+fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([0, 0, 0, 0], port)));
+    }
+    s.parse().map_err(|_| format!("{s:?} is neither a port nor ADDRESS:PORT (e.g. 5000 or 0.0.0.0:5000)"))
 }

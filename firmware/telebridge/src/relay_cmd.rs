@@ -88,6 +88,7 @@ fn run(args: &RelayArgs, input: telebridge_config::SrtUrl, outputs: Outputs, sta
         outputs,
         queue_bytes: (args.max_bitrate_kbps * 1000 / 8).max(256 * 1024),
         duration: args.duration,
+        bond_listen: args.bond_listen,
         on_sample,
         start_output,
     };

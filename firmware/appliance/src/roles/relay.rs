@@ -29,6 +29,9 @@ pub struct RelayOptions {
     pub duration: Option<Duration>,
     /// Called with each one-second sample.
     pub on_sample: Option<RelaySampleCallback>,
+    /// Also takes bonded senders (srtla's protocol) on this address and hands their SRT to the
+    /// input, which must then be a listener (`telebridge relay --bond-listen`).
+    pub bond_listen: Option<std::net::SocketAddr>,
     /// Starts each output: [`crate::outputs::start_any`], or
     /// [`crate::outputs::start_without_gstreamer`] for a relay that must not load GStreamer.
     pub start_output: OutputStarter,
@@ -49,6 +52,9 @@ pub struct RelaySample {
     pub input: InputStatus,
     /// Every output.
     pub outputs: Vec<OutputStatus>,
+    /// The bonded senders and their uplinks, with `--bond-listen`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bond: Vec<telebridge_bond::receiver::GroupStatus>,
 }
 
 /// The relay's summary at exit.
@@ -80,6 +86,10 @@ pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>
         }),
     )?;
     let status = input.status();
+    let bond = match options.bond_listen {
+        Some(listen) => Some(start_bond(listen, &options.input)?),
+        None => None,
+    };
     info!(input = %options.input, outputs = outputs.len(), "relay running");
     let started = Instant::now();
     tokio::pin!(shutdown);
@@ -95,6 +105,7 @@ pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>
                 t: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
                 input: status.borrow().clone(),
                 outputs: outputs.iter().map(|o| o.status().borrow().clone()).collect(),
+                bond: bond.as_ref().map(|b| b.status()).unwrap_or_default(),
             });
         }
         if options.duration.is_some_and(|d| started.elapsed() >= d) {
@@ -104,6 +115,9 @@ pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>
     let elapsed = started.elapsed();
     // Stopping joins threads: do it off the async runtime.
     let summary = tokio::task::spawn_blocking(move || {
+        if let Some(b) = bond {
+            b.stop();
+        }
         input.stop();
         let input = status.borrow().clone();
         let statuses = outputs.iter().map(|o| o.status().borrow().clone()).collect();
@@ -116,4 +130,18 @@ pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>
     })
     .await?;
     Ok(summary)
+}
+
+/// The bonding receiver in front of the relay's listening input.
+fn start_bond(listen: std::net::SocketAddr, input: &SrtUrl) -> Result<telebridge_bond::BondReceiver, AppError> {
+    if input.mode != telebridge_config::SrtMode::Listener {
+        return Err(AppError::BadInput(format!(
+            "--bond-listen hands the bonded stream to the input, which must listen: --input srt://:PORT?mode=listener (not {})",
+            input.label()
+        )));
+    }
+    let host = input.host.as_deref().and_then(|h| h.parse().ok());
+    let to = std::net::SocketAddr::new(host.unwrap_or(std::net::Ipv4Addr::LOCALHOST.into()), input.port);
+    telebridge_bond::BondReceiver::start(listen, to)
+        .map_err(|e| AppError::Runtime(format!("--bond-listen {listen}: cannot listen: {e}")))
 }

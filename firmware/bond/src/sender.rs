@@ -1,0 +1,615 @@
+//! The sending end of a bond, as a state machine without sockets. libsrt's packets come in one
+//! at a time; each data packet goes to the uplink [`schedule`] picks, a resend to the uplink
+//! with the shortest round trip. Each uplink keeps srtla's congestion window (+1 per srtla ACK,
+//! more while the window is the limit, -0.1 packet per NAK of a packet it carried) and, beside
+//! what srtla keeps, its round trip from echoed keepalives and the packets it has in flight:
+//! an uplink silent for longer than its round trip explains (at least 350 ms; srtla waits 4 s)
+//! is dead at once, and what it had in flight is sent again over the others before SRT's loss
+//! report would ask for it.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::proto::{self, GroupId, Packet, SENDER_ID_LEN};
+
+/// srtla's window units: a packet is this many.
+const WINDOW_UNIT: i32 = 1000;
+const WINDOW_MIN: i32 = WINDOW_UNIT;
+const WINDOW_START: i32 = 20 * WINDOW_UNIT;
+const WINDOW_MAX: i32 = 60 * WINDOW_UNIT;
+const WINDOW_NAK: i32 = 100;
+const WINDOW_GROW: i32 = 30;
+/// Packets remembered per uplink for a rescue.
+const FLIGHT_MAX: usize = 512;
+/// Keepalives (and so round-trip samples) per uplink.
+pub const KEEPALIVE_EVERY: Duration = Duration::from_millis(100);
+/// A registration unanswered this long is tried again (on the next uplink for a group).
+const REG_RETRY: Duration = Duration::from_secs(1);
+/// The shortest silence that makes an uplink dead.
+pub const DEAD_FLOOR: Duration = Duration::from_millis(350);
+const DEAD_CEILING: Duration = Duration::from_secs(4);
+
+/// Where an uplink stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkState {
+    /// Not yet registered with the receiver.
+    Connecting,
+    /// Carrying the stream.
+    Up,
+    /// Silent for longer than its round trip explains; probed until it answers.
+    Dead,
+}
+
+#[derive(Debug)]
+struct Flight {
+    seq: u32,
+    data: Vec<u8>,
+}
+
+/// One uplink's view, as the scheduler sees it.
+#[derive(Debug)]
+pub struct Link {
+    /// Its name (interface or address).
+    pub name: String,
+    state: LinkState,
+    registered: bool,
+    last_rcvd: Option<Instant>,
+    last_keepalive: Option<Instant>,
+    last_reg: Option<Instant>,
+    window: i32,
+    flights: VecDeque<Flight>,
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    sent: u64,
+    resent: u64,
+    naks: u64,
+    deaths: u64,
+}
+
+impl Link {
+    fn new(name: String) -> Self {
+        Link {
+            name,
+            state: LinkState::Connecting,
+            registered: false,
+            last_rcvd: None,
+            last_keepalive: None,
+            last_reg: None,
+            window: WINDOW_START,
+            flights: VecDeque::new(),
+            srtt: None,
+            rttvar: Duration::ZERO,
+            sent: 0,
+            resent: 0,
+            naks: 0,
+            deaths: 0,
+        }
+    }
+
+    /// How long a silence this uplink's round trip explains.
+    pub fn dead_after(&self) -> Duration {
+        let rtt = self.srtt.map_or(Duration::ZERO, |s| 2 * s + 4 * self.rttvar);
+        rtt.clamp(DEAD_FLOOR, DEAD_CEILING)
+    }
+
+    fn rtt_sample(&mut self, sample: Duration) {
+        // RFC 6298's smoothing.
+        match self.srtt {
+            None => {
+                self.srtt = Some(sample);
+                self.rttvar = sample / 2;
+            }
+            Some(s) => {
+                let diff = s.abs_diff(sample);
+                self.rttvar = (self.rttvar * 3 + diff) / 4;
+                self.srtt = Some((s * 7 + sample) / 8);
+            }
+        }
+    }
+}
+
+/// One uplink, for status and metrics.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkStatus {
+    /// Interface or address.
+    pub name: String,
+    /// Its state.
+    pub state: LinkState,
+    /// Smoothed round trip, ms.
+    pub rtt_ms: Option<f64>,
+    /// Congestion window, packets.
+    pub window: f64,
+    /// Packets sent and not yet acknowledged.
+    pub in_flight: usize,
+    /// Packets sent over it.
+    pub sent: u64,
+    /// Packets sent over it again because another uplink died.
+    pub rescued: u64,
+    /// Its packets the receiver reported lost.
+    pub naks: u64,
+    /// Times it was found dead.
+    pub deaths: u64,
+}
+
+/// What the sender asks of its sockets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// Send these bytes over uplink `n`.
+    Link(usize, Vec<u8>),
+    /// Hand these bytes back to libsrt.
+    Srt(Vec<u8>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reg {
+    /// No group yet: ask for one on the next uplink.
+    Start { next: usize },
+    /// `REG1` sent on `link`, waiting for the group's id.
+    Asked { link: usize, at: Instant },
+    /// The group exists; uplinks join it.
+    Joined,
+}
+
+/// The sender's state.
+#[derive(Debug)]
+pub struct Sender {
+    id: GroupId,
+    links: Vec<Link>,
+    reg: Reg,
+    epoch: Instant,
+}
+
+impl Sender {
+    /// A sender over these uplinks, with this random half of the group id.
+    pub fn new(names: Vec<String>, half: [u8; SENDER_ID_LEN], now: Instant) -> Self {
+        let mut id = [0u8; proto::ID_LEN];
+        id[..SENDER_ID_LEN].copy_from_slice(&half);
+        Sender { id, links: names.into_iter().map(Link::new).collect(), reg: Reg::Start { next: 0 }, epoch: now }
+    }
+
+    /// Every uplink's state.
+    pub fn status(&self) -> Vec<LinkStatus> {
+        self.links
+            .iter()
+            .map(|l| LinkStatus {
+                name: l.name.clone(),
+                state: l.state,
+                rtt_ms: l.srtt.map(|d| d.as_secs_f64() * 1000.0),
+                window: f64::from(l.window) / f64::from(WINDOW_UNIT),
+                in_flight: l.flights.len(),
+                sent: l.sent,
+                rescued: l.resent,
+                naks: l.naks,
+                deaths: l.deaths,
+            })
+            .collect()
+    }
+
+    /// Whether some uplink carries the stream.
+    pub fn is_up(&self) -> bool {
+        self.links.iter().any(|l| l.state == LinkState::Up)
+    }
+
+    /// A packet from libsrt: the uplink to send it on, or `None` while no uplink is up.
+    pub fn on_srt(&mut self, data: &[u8]) -> Option<usize> {
+        let packet = proto::parse(data);
+        let resend = proto::is_retransmit(data);
+        let n = schedule(&self.links, resend)?;
+        let link = &mut self.links[n];
+        link.sent += 1;
+        if let Packet::SrtData(seq) = packet {
+            if link.flights.len() == FLIGHT_MAX {
+                link.flights.pop_front();
+            }
+            link.flights.push_back(Flight { seq, data: data.to_vec() });
+        }
+        Some(n)
+    }
+
+    /// A datagram from the receiver over uplink `n`.
+    pub fn on_link(&mut self, n: usize, data: &[u8], now: Instant) -> Vec<Out> {
+        if n >= self.links.len() {
+            return Vec::new();
+        }
+        match proto::parse(data) {
+            Packet::RegNgp => return self.on_ngp(n, now),
+            Packet::Reg2(id) => return self.on_reg2(n, id),
+            Packet::RegErr | Packet::RegNak => {
+                tracing::warn!(link = %self.links[n].name, "the bonding receiver refused a registration");
+                return Vec::new();
+            }
+            _ => {}
+        }
+        self.heard(n, now);
+        match proto::parse(data) {
+            Packet::Reg3 => {
+                self.links[n].registered = true;
+                self.heard(n, now);
+                Vec::new()
+            }
+            Packet::Keepalive(body) => {
+                if let Some(stamp) = proto::keepalive_stamp(body) {
+                    let sent = self.epoch + Duration::from_micros(stamp);
+                    if now >= sent {
+                        self.links[n].rtt_sample(now - sent);
+                    }
+                }
+                Vec::new()
+            }
+            Packet::Ack(seqs) => {
+                self.on_srtla_ack(n, &seqs);
+                Vec::new()
+            }
+            Packet::SrtAck(next) => {
+                for l in &mut self.links {
+                    l.flights.retain(|f| !seq_before(f.seq, next));
+                }
+                vec![Out::Srt(data.to_vec())]
+            }
+            Packet::SrtNak(lost) => {
+                self.on_nak(&lost);
+                vec![Out::Srt(data.to_vec())]
+            }
+            _ => vec![Out::Srt(data.to_vec())],
+        }
+    }
+
+    /// Time passing: registration, keepalives, dead uplinks and their rescue.
+    pub fn on_tick(&mut self, now: Instant) -> Vec<Out> {
+        let mut out = self.register(now);
+        for n in 0..self.links.len() {
+            let link = &mut self.links[n];
+            if link.state == LinkState::Up
+                && link.last_rcvd.is_some_and(|t| now.saturating_duration_since(t) > link.dead_after())
+            {
+                out.extend(self.bury(n));
+            }
+            let link = &mut self.links[n];
+            if link.registered
+                && link.last_keepalive.is_none_or(|t| now.saturating_duration_since(t) >= KEEPALIVE_EVERY)
+            {
+                link.last_keepalive = Some(now);
+                out.push(Out::Link(n, proto::keepalive(now.saturating_duration_since(self.epoch).as_micros() as u64)));
+            }
+        }
+        out
+    }
+
+    /// Sending over uplink `n` failed (its interface went down, no route): it is dead now,
+    /// without waiting for its silence.
+    pub fn on_send_error(&mut self, n: usize) -> Vec<Out> {
+        match self.links.get(n) {
+            Some(l) if l.state == LinkState::Up => self.bury(n),
+            _ => Vec::new(),
+        }
+    }
+
+    fn heard(&mut self, n: usize, now: Instant) {
+        let link = &mut self.links[n];
+        link.last_rcvd = Some(now);
+        if link.registered && link.state != LinkState::Up {
+            if link.state == LinkState::Dead {
+                tracing::info!(link = %link.name, "uplink back");
+                // Back from the dead: it starts small, as srtla's, and earns its share.
+                link.window = WINDOW_MIN;
+            }
+            link.state = LinkState::Up;
+        }
+    }
+
+    /// Marks uplink `n` dead and sends what it had in flight over the best other uplink.
+    fn bury(&mut self, n: usize) -> Vec<Out> {
+        let link = &mut self.links[n];
+        tracing::warn!(link = %link.name, silent_ms = link.dead_after().as_millis() as u64, "uplink dead");
+        link.state = LinkState::Dead;
+        link.deaths += 1;
+        link.window = WINDOW_MIN;
+        link.srtt = None;
+        let flights = std::mem::take(&mut link.flights);
+        let mut out = Vec::with_capacity(flights.len());
+        for f in flights {
+            let Some(to) = schedule(&self.links, true) else { break };
+            let other = &mut self.links[to];
+            other.resent += 1;
+            out.push(Out::Link(to, f.data.clone()));
+            if other.flights.len() < FLIGHT_MAX {
+                other.flights.push_back(f);
+            }
+        }
+        out
+    }
+
+    fn on_srtla_ack(&mut self, n: usize, seqs: &[u32]) {
+        for &seq in seqs {
+            let link = &mut self.links[n];
+            if let Some(i) = link.flights.iter().position(|f| f.seq == seq) {
+                link.flights.remove(i);
+                if link.flights.len() as i32 * WINDOW_UNIT > link.window {
+                    link.window += WINDOW_GROW - 1;
+                }
+            }
+        }
+        for l in &mut self.links {
+            if l.state == LinkState::Up {
+                l.window = (l.window + seqs.len() as i32).min(WINDOW_MAX);
+            }
+        }
+    }
+
+    fn on_nak(&mut self, lost: &[u32]) {
+        for &seq in lost {
+            if let Some(l) = self.links.iter_mut().find(|l| l.flights.iter().any(|f| f.seq == seq)) {
+                l.naks += 1;
+                l.window = (l.window - WINDOW_NAK).max(WINDOW_MIN);
+            }
+        }
+    }
+
+    fn on_ngp(&mut self, n: usize, now: Instant) -> Vec<Out> {
+        if self.reg == Reg::Joined {
+            // The receiver forgot the group (restarted): make a new one.
+            tracing::warn!("the bonding receiver does not know our group: registering again");
+            for l in &mut self.links {
+                l.registered = false;
+                l.state = LinkState::Connecting;
+            }
+            self.reg = Reg::Start { next: n };
+            return self.register(now);
+        }
+        Vec::new()
+    }
+
+    fn on_reg2(&mut self, n: usize, id: &GroupId) -> Vec<Out> {
+        let asked = matches!(self.reg, Reg::Asked { link, .. } if link == n);
+        if !asked || id[..SENDER_ID_LEN] != self.id[..SENDER_ID_LEN] {
+            return Vec::new();
+        }
+        self.id = *id;
+        self.reg = Reg::Joined;
+        tracing::info!(link = %self.links[n].name, "bonded group registered");
+        (0..self.links.len()).map(|i| Out::Link(i, proto::reg2(&self.id))).collect()
+    }
+
+    fn register(&mut self, now: Instant) -> Vec<Out> {
+        let count = self.links.len();
+        match self.reg {
+            Reg::Asked { link, at } if now.saturating_duration_since(at) >= REG_RETRY => {
+                self.reg = Reg::Start { next: (link + 1) % count.max(1) };
+                self.register(now)
+            }
+            Reg::Start { next } if count > 0 => {
+                self.reg = Reg::Asked { link: next, at: now };
+                vec![Out::Link(next, proto::reg1(&self.id))]
+            }
+            Reg::Joined => {
+                let mut out = Vec::new();
+                for (i, l) in self.links.iter_mut().enumerate() {
+                    let unanswered = !l.registered || l.state == LinkState::Dead;
+                    if unanswered && l.last_reg.is_none_or(|t| now.saturating_duration_since(t) >= REG_RETRY) {
+                        l.last_reg = Some(now);
+                        out.push(Out::Link(i, proto::reg2(&self.id)));
+                    }
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Whether sequence number `a` comes before `b` (31-bit, wrapping).
+fn seq_before(a: u32, b: u32) -> bool {
+    let d = b.wrapping_sub(a) & 0x7fff_ffff;
+    d != 0 && d < 0x4000_0000
+}
+
+/// The uplink for the next packet: among those up, srtla's score (window over packets in
+/// flight) weighed by how much longer the uplink's round trip is than the shortest's, so a
+/// link whose round trip swings to a second gets the stream only when the others are full; a
+/// resend goes over the shortest round trip. `None` while no uplink is up.
+pub fn schedule(links: &[Link], resend: bool) -> Option<usize> {
+    let up = || links.iter().enumerate().filter(|(_, l)| l.state == LinkState::Up);
+    let rtt = |l: &Link| l.srtt.unwrap_or(Duration::from_millis(500)).as_secs_f64().max(0.001);
+    if resend {
+        return up().min_by(|(_, a), (_, b)| rtt(a).total_cmp(&rtt(b))).map(|(i, _)| i);
+    }
+    let best = up().map(|(_, l)| rtt(l)).fold(f64::INFINITY, f64::min);
+    up().map(|(i, l)| {
+        let score = f64::from(l.window) / (l.flights.len() as f64 + 1.0);
+        (i, score * (best / rtt(l)).max(0.05))
+    })
+    .max_by(|a, b| a.1.total_cmp(&b.1))
+    .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn data(seq: u32, resend: bool) -> Vec<u8> {
+        let mut p = vec![0u8; 100];
+        p[..4].copy_from_slice(&seq.to_be_bytes());
+        p[4] = if resend { 0xc4 } else { 0xc0 };
+        p
+    }
+
+    fn srt_ack(next: u32) -> Vec<u8> {
+        let mut p = vec![0u8; 44];
+        p[..2].copy_from_slice(&[0x80, 0x02]);
+        p[16..20].copy_from_slice(&next.to_be_bytes());
+        p
+    }
+
+    /// A sender whose uplinks all joined a group at `now`, each with round trip `rtts[i]` ms.
+    fn joined(rtts: &[u64], now: Instant) -> Sender {
+        let names = (0..rtts.len()).map(|i| format!("l{i}")).collect();
+        let mut s = Sender::new(names, [7; SENDER_ID_LEN], now);
+        let out = s.on_tick(now);
+        assert_eq!(out, vec![Out::Link(0, proto::reg1(&s.id))]);
+        let mut full = s.id;
+        full[SENDER_ID_LEN..].fill(3);
+        let out = s.on_link(0, &proto::reg2(&full), now);
+        assert_eq!(out.len(), rtts.len());
+        assert!(out.iter().all(|o| matches!(o, Out::Link(_, p) if *p == proto::reg2(&full))));
+        for (i, &rtt) in rtts.iter().enumerate() {
+            assert!(s.on_link(i, &proto::reg3(), now).is_empty());
+            for _ in 0..8 {
+                s.links[i].rtt_sample(Duration::from_millis(rtt));
+            }
+        }
+        assert!(s.is_up());
+        s
+    }
+
+    #[test]
+    fn registration_follows_srtla() {
+        let now = Instant::now();
+        let mut s = Sender::new(vec!["a".into(), "b".into()], [7; SENDER_ID_LEN], now);
+        assert_eq!(s.on_srt(&data(1, false)), None, "nothing goes out before a link is up");
+        assert_eq!(s.on_tick(now), vec![Out::Link(0, proto::reg1(&s.id))]);
+        // Unanswered, the next uplink asks.
+        assert_eq!(s.on_tick(now + 1100 * MS), vec![Out::Link(1, proto::reg1(&s.id))]);
+        // A REG2 whose first half is not ours, or on the wrong uplink, is nothing.
+        let mut wrong = [0u8; proto::ID_LEN];
+        wrong[0] = 1;
+        assert!(s.on_link(1, &proto::reg2(&wrong), now).is_empty());
+        let mut full = s.id;
+        full[200] = 1;
+        assert!(s.on_link(0, &proto::reg2(&full), now).is_empty());
+        assert_eq!(s.on_link(1, &proto::reg2(&full), now).len(), 2);
+        s.on_link(0, &proto::reg3(), now);
+        assert_eq!(s.status()[0].state, LinkState::Up);
+        assert_eq!(s.status()[1].state, LinkState::Connecting);
+        // The receiver restarted: a new group is asked for on the uplink that heard it.
+        let out = s.on_link(1, &proto::reg_ngp(), now);
+        assert!(matches!(out.as_slice(), [Out::Link(1, p)] if proto::is_reg1(p)), "{out:?}");
+    }
+
+    #[test]
+    fn equal_links_share_and_a_slow_one_gets_less() {
+        let now = Instant::now();
+        let mut s = joined(&[60, 60, 900], now);
+        let mut counts = [0u32; 3];
+        for seq in 0..3000u32 {
+            let n = s.on_srt(&data(seq, false)).expect("a link");
+            counts[n] += 1;
+            // The receiver acknowledges each packet 40 packets later, per link.
+            if seq >= 40 {
+                for i in 0..3 {
+                    let acked: Vec<u32> =
+                        s.links[i].flights.iter().filter(|f| f.seq + 40 <= seq).map(|f| f.seq).collect();
+                    if !acked.is_empty() {
+                        s.on_link(i, &proto::ack(&acked), now);
+                    }
+                }
+            }
+        }
+        let (a, b, slow) = (counts[0], counts[1], counts[2]);
+        assert!(a.abs_diff(b) < 300, "{counts:?}");
+        assert!(slow * 5 < a, "{counts:?}");
+        assert!(slow > 0, "the slow link still carries some: {counts:?}");
+    }
+
+    #[test]
+    fn a_resend_takes_the_shortest_round_trip() {
+        let now = Instant::now();
+        let mut s = joined(&[80, 30, 200], now);
+        assert_eq!(s.on_srt(&data(5, true)), Some(1));
+    }
+
+    #[test]
+    fn a_nak_shrinks_the_window_of_the_link_that_carried_it() {
+        let now = Instant::now();
+        let mut s = joined(&[50, 50], now);
+        let n = s.on_srt(&data(9, false)).expect("a link");
+        let before = s.links[n].window;
+        let mut nak = vec![0u8; 20];
+        nak[..2].copy_from_slice(&[0x80, 0x03]);
+        nak[16..20].copy_from_slice(&9u32.to_be_bytes());
+        assert_eq!(s.on_link(1 - n, &nak, now), vec![Out::Srt(nak.clone())]);
+        assert_eq!(s.links[n].window, before - WINDOW_NAK);
+        assert_eq!(s.links[n].naks, 1);
+        assert_eq!(s.links[1 - n].naks, 0);
+    }
+
+    #[test]
+    fn a_silent_link_dies_in_time_and_its_packets_go_over_the_others() {
+        let t0 = Instant::now();
+        let mut s = joined(&[60, 60], t0);
+        for seq in 0..20 {
+            s.on_srt(&data(seq, false));
+        }
+        let on_1: Vec<u32> = s.links[1].flights.iter().map(|f| f.seq).collect();
+        assert!(!on_1.is_empty());
+        // SRT's ACK up to 3 leaves those in flight; link 0 keeps talking, link 1 falls silent.
+        s.on_link(0, &srt_ack(3), t0);
+        s.on_link(1, &srt_ack(3), t0);
+        let dead_after = s.links[1].dead_after();
+        assert_eq!(dead_after, DEAD_FLOOR, "60 ms links are dead after the floor");
+        let mut t = t0;
+        let mut died = None;
+        let mut rescued = Vec::new();
+        while t < t0 + Duration::from_secs(2) {
+            t += 20 * MS;
+            s.on_link(0, &proto::keepalive(0), t);
+            for o in s.on_tick(t) {
+                if let Out::Link(0, p) = o {
+                    if let Packet::SrtData(seq) = proto::parse(&p) {
+                        rescued.push(seq);
+                    }
+                }
+            }
+            if died.is_none() && s.links[1].state == LinkState::Dead {
+                died = Some(t - t0);
+            }
+        }
+        let died = died.expect("link 1 died");
+        assert!(died <= dead_after + 20 * MS && died > dead_after - 20 * MS, "{died:?}");
+        let expected: Vec<u32> = on_1.into_iter().filter(|&q| q >= 3).collect();
+        assert_eq!(rescued, expected);
+        // Everything now goes over link 0; a word from link 1 brings it back, small.
+        assert!((0..10).all(|q| s.on_srt(&data(100 + q, false)) == Some(0)));
+        s.on_link(1, &proto::keepalive(0), t);
+        assert_eq!(s.links[1].state, LinkState::Up);
+        assert_eq!(s.links[1].window, WINDOW_MIN);
+        assert_eq!(s.status()[1].deaths, 1);
+    }
+
+    #[test]
+    fn a_send_error_kills_at_once() {
+        let now = Instant::now();
+        let mut s = joined(&[60, 60], now);
+        s.on_srt(&data(1, false));
+        s.on_srt(&data(2, false));
+        let out = s.on_send_error(1);
+        assert_eq!(s.links[1].state, LinkState::Dead);
+        assert!(out.iter().all(|o| matches!(o, Out::Link(0, _))));
+        assert!(s.on_send_error(1).is_empty(), "dead once");
+    }
+
+    #[test]
+    fn keepalives_measure_the_round_trip() {
+        let t0 = Instant::now();
+        let mut s = joined(&[60], t0);
+        s.links[0].srtt = None;
+        let out = s.on_tick(t0 + 100 * MS);
+        let Some(Out::Link(0, k)) = out.iter().find(|o| matches!(o, Out::Link(0, p) if p[0] == 0x90)) else {
+            panic!("no keepalive: {out:?}")
+        };
+        s.on_link(0, k, t0 + 142 * MS);
+        assert_eq!(s.status()[0].rtt_ms, Some(42.0));
+    }
+
+    #[test]
+    fn sequence_numbers_wrap() {
+        assert!(seq_before(0x7fff_fffe, 1));
+        assert!(!seq_before(1, 0x7fff_fffe));
+        assert!(seq_before(5, 6));
+        assert!(!seq_before(6, 6));
+    }
+}

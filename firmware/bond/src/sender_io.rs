@@ -1,0 +1,232 @@
+//! The sender's sockets: a local UDP port that libsrt calls as if it were the receiver, and one
+//! socket per uplink, bound to its interface (`SO_BINDTODEVICE`) or its address and connected
+//! to the receiver. A thread reads libsrt's packets and ticks the state machine; one thread per
+//! uplink (re)opens its socket and reads the receiver's answers. The decisions are
+//! [`Sender`]'s.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use telebridge_config::Uplink;
+
+use crate::sender::{LinkStatus, Out, Sender};
+
+const MTU: usize = 1500;
+/// How often the state machine looks at the clock (dead uplinks, keepalives).
+const TICK: Duration = Duration::from_millis(10);
+/// How soon an uplink whose socket cannot be opened (its modem unplugged) is tried again.
+const REOPEN: Duration = Duration::from_secs(1);
+
+struct Shared {
+    core: Mutex<Sender>,
+    stop: AtomicBool,
+    local: UdpSocket,
+    srt_peer: Mutex<Option<SocketAddr>>,
+    uplinks: Vec<RwLock<Option<Arc<UdpSocket>>>>,
+}
+
+impl Shared {
+    fn core(&self) -> MutexGuard<'_, Sender> {
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn uplink(&self, n: usize) -> Option<Arc<UdpSocket>> {
+        self.uplinks.get(n)?.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Carries out what the state machine asked; a send that fails kills its uplink at once.
+    fn carry_out(&self, outs: Vec<Out>) {
+        let mut pending = outs;
+        // A death's rescue can fail too: bounded, each uplink dies once.
+        for _ in 0..=self.uplinks.len() {
+            let mut next = Vec::new();
+            for out in pending {
+                match out {
+                    Out::Link(n, data) => {
+                        if let Err(e) = self.send_on(n, &data) {
+                            tracing::debug!(link = n, error = %e, "send failed");
+                            next.extend(self.core().on_send_error(n));
+                        }
+                    }
+                    Out::Srt(data) => {
+                        let peer = *self.srt_peer.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Some(peer) = peer {
+                            let _ = self.local.send_to(&data, peer);
+                        }
+                    }
+                }
+            }
+            if next.is_empty() {
+                return;
+            }
+            pending = next;
+        }
+    }
+
+    fn send_on(&self, n: usize, data: &[u8]) -> io::Result<()> {
+        let socket = self.uplink(n).ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+        match socket.send(data) {
+            Ok(_) => Ok(()),
+            // A full send buffer is congestion, not death: the window handles it.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A running bonding sender.
+pub struct BondSender {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    local: SocketAddr,
+}
+
+impl std::fmt::Debug for BondSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BondSender").field("local", &self.local).finish_non_exhaustive()
+    }
+}
+
+impl BondSender {
+    /// Bonds `uplinks` toward the receiver at `receiver`; libsrt calls [`Self::local_addr`].
+    pub fn start(uplinks: &[Uplink], receiver: SocketAddr) -> io::Result<Self> {
+        let loopback =
+            if receiver.is_ipv4() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { IpAddr::V6(Ipv6Addr::LOCALHOST) };
+        let local = UdpSocket::bind(SocketAddr::new(loopback, 0))?;
+        local.set_read_timeout(Some(TICK))?;
+        let _ = socket2::SockRef::from(&local).set_recv_buffer_size(4 << 20);
+        let local_addr = local.local_addr()?;
+        let names = uplinks.iter().map(ToString::to_string).collect();
+        let shared = Arc::new(Shared {
+            core: Mutex::new(Sender::new(names, crate::receiver_io::random_half(), Instant::now())),
+            stop: AtomicBool::new(false),
+            local,
+            srt_peer: Mutex::new(None),
+            uplinks: uplinks.iter().map(|_| RwLock::new(None)).collect(),
+        });
+        let mut threads = Vec::new();
+        for (n, uplink) in uplinks.iter().enumerate() {
+            let (s, u) = (shared.clone(), uplink.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("bond-{u}"))
+                    .spawn(move || uplink_loop(&s, n, &u, receiver))?,
+            );
+        }
+        let s = shared.clone();
+        threads.push(std::thread::Builder::new().name("bond-send".into()).spawn(move || local_loop(&s))?);
+        tracing::info!(local = %local_addr, %receiver, uplinks = uplinks.len(), "bonding sender started");
+        Ok(BondSender { shared, threads, local: local_addr })
+    }
+
+    /// Where libsrt should call.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Every uplink's state.
+    pub fn status(&self) -> Vec<LinkStatus> {
+        self.shared.core().status()
+    }
+
+    /// Stops it and joins its threads.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for BondSender {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn local_loop(shared: &Shared) {
+    let mut buf = [0u8; MTU];
+    let mut last_tick = Instant::now();
+    while !shared.stop.load(Ordering::Relaxed) {
+        match shared.local.recv_from(&mut buf) {
+            Ok((n, from)) => {
+                *shared.srt_peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(from);
+                let link = shared.core().on_srt(&buf[..n]);
+                if let Some(link) = link {
+                    shared.carry_out(vec![Out::Link(link, buf[..n].to_vec())]);
+                }
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+            Err(e) => tracing::debug!(error = %e, "local socket"),
+        }
+        let now = Instant::now();
+        if now.duration_since(last_tick) >= TICK {
+            last_tick = now;
+            let outs = shared.core().on_tick(now);
+            shared.carry_out(outs);
+        }
+    }
+}
+
+fn uplink_loop(shared: &Shared, n: usize, uplink: &Uplink, receiver: SocketAddr) {
+    let mut buf = [0u8; MTU];
+    let mut warned = false;
+    while !shared.stop.load(Ordering::Relaxed) {
+        let Some(socket) = shared.uplink(n) else {
+            match open_uplink(uplink, receiver) {
+                Ok(s) => {
+                    tracing::info!(%uplink, local = ?s.local_addr().ok(), "uplink open");
+                    *shared.uplinks[n].write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(s));
+                    warned = false;
+                }
+                Err(e) => {
+                    if !warned {
+                        tracing::warn!(%uplink, error = %e, "cannot open the uplink; trying again every second");
+                        warned = true;
+                    }
+                    sleep_unless_stopped(shared, REOPEN);
+                }
+            }
+            continue;
+        };
+        match socket.recv(&mut buf) {
+            Ok(len) => {
+                let outs = shared.core().on_link(n, &buf[..len], Instant::now());
+                shared.carry_out(outs);
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+            // ICMP errors (port unreachable, network down) come back here: the silence check
+            // and the failed sends say what they mean.
+            Err(_) => sleep_unless_stopped(shared, Duration::from_millis(50)),
+        }
+    }
+}
+
+fn sleep_unless_stopped(shared: &Shared, total: Duration) {
+    let until = Instant::now() + total;
+    while !shared.stop.load(Ordering::Relaxed) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn open_uplink(uplink: &Uplink, receiver: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = Socket::new(Domain::for_address(receiver), Type::DGRAM, Some(Protocol::UDP))?;
+    match uplink {
+        Uplink::Interface(name) => socket.bind_device(Some(name.as_bytes()))?,
+        Uplink::Address(a) => socket.bind(&SocketAddr::new(*a, 0).into())?,
+    }
+    let _ = socket.set_send_buffer_size(4 << 20);
+    let _ = socket.set_recv_buffer_size(1 << 20);
+    socket.connect(&receiver.into())?;
+    socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+    Ok(socket.into())
+}
