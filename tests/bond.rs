@@ -32,7 +32,7 @@ fn relay_conns(dir: &Path) -> Vec<(String, u64)> {
 }
 
 /// `telebridge relay --bond-listen BOND --input listener :IN --output caller :OUT`.
-fn bond_relay(dir: &Path, bond: u16, out: u16, latency: u32, prefix: &[&str]) -> Proc {
+fn bond_relay(dir: &Path, bond: &str, out: u16, latency: u32, prefix: &[&str]) -> Proc {
     let input = free_udp_port();
     let mut cmd = match prefix.split_first() {
         Some((first, rest)) => {
@@ -42,7 +42,7 @@ fn bond_relay(dir: &Path, bond: u16, out: u16, latency: u32, prefix: &[&str]) ->
         }
         None => telebridge(),
     };
-    cmd.env("RUST_LOG", "info").args(["relay", "--bond-listen", &bond.to_string(), "--stats", "json"]);
+    cmd.env("RUST_LOG", "info").args(["relay", "--bond-listen", bond, "--stats", "json"]);
     cmd.args(["--input", &format!("srt://:{input}?mode=listener&latency={latency}")]);
     cmd.args(["--output", &format!("srt://127.0.0.1:{out}?latency={latency}")]);
     Proc::spawn(cmd, dir, "relay")
@@ -57,7 +57,7 @@ fn our_sender_through_our_receiver_into_our_decoder() {
     let (dec_port, bond_port) = (free_udp_port(), free_udp_port());
     let mut dec = decoder(&dir, "decoder", &format!("srt://:{dec_port}?mode=listener"), &["--duration", "16s"]);
     wait_udp_bound(dec_port, "the decoder");
-    let _relay = bond_relay(&dir, bond_port, dec_port, 600, &[]);
+    let _relay = bond_relay(&dir, &bond_port.to_string(), dec_port, 600, &[]);
     wait_udp_bound(bond_port, "the bonding receiver");
     let url = format!("srt://127.0.0.1:{bond_port}?bond=127.0.0.1,127.0.0.2,127.0.0.3&latency=600");
     let mut enc = encoder(&dir, "encoder", &[&url], &["--duration", "10s"]);
@@ -133,7 +133,7 @@ fn srtla_send_through_our_receiver_into_our_decoder() {
     let (dec_port, bond_port, send_port) = (free_udp_port(), free_udp_port(), free_udp_port());
     let mut dec = decoder(&dir, "decoder", &format!("srt://:{dec_port}?mode=listener"), &["--duration", "17s"]);
     wait_udp_bound(dec_port, "the decoder");
-    let _relay = bond_relay(&dir, bond_port, dec_port, 600, &[]);
+    let _relay = bond_relay(&dir, &bond_port.to_string(), dec_port, 600, &[]);
     wait_udp_bound(bond_port, "the bonding receiver");
     let ips = dir.join("ips");
     std::fs::write(&ips, "127.0.0.1\n127.0.0.2\n127.0.0.3\n").expect("ips file");
@@ -151,4 +151,143 @@ fn srtla_send_through_our_receiver_into_our_decoder() {
     let frames = d["frames_decoded"].as_u64().unwrap_or(0);
     assert!(frames >= 200, "decoded {frames} frames of about 300; see {}", dir.display());
     assert_eq!(conns.len(), 3, "srtla_send's three connections: {conns:?}");
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("ip");
+    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+}
+
+/// Two namespaces joined by three veth pairs, as a box with three uplinks (s1-s3, 10.77.K.2)
+/// and a receiver reachable over each at 10.77.9.1. Deleted when dropped.
+struct ThreeUplinks {
+    s: String,
+    r: String,
+}
+
+const RECEIVER: &str = "10.77.9.1";
+
+impl ThreeUplinks {
+    fn new() -> Self {
+        let id = std::process::id() % 100_000;
+        let lab = ThreeUplinks { s: format!("tbb-s{id}"), r: format!("tbb-r{id}") };
+        for ns in [&lab.s, &lab.r] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            ip(&["netns", "add", ns]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        ip(&["-n", &lab.r, "addr", "add", &format!("{RECEIVER}/32"), "dev", "lo"]);
+        for k in 1..=3 {
+            let (s_if, r_if) = (format!("s{k}"), format!("r{k}"));
+            ip(&["-n", &lab.s, "link", "add", &s_if, "type", "veth", "peer", "name", &r_if, "netns", &lab.r]);
+            ip(&["-n", &lab.s, "addr", "add", &format!("10.77.{k}.2/24"), "dev", &s_if]);
+            ip(&["-n", &lab.r, "addr", "add", &format!("10.77.{k}.1/24"), "dev", &r_if]);
+            ip(&["-n", &lab.r, "link", "set", &r_if, "up"]);
+            lab.plug(k);
+        }
+        lab
+    }
+
+    /// Brings uplink `k` up with its route to the receiver (what DHCP would give it back).
+    fn plug(&self, k: u32) {
+        let s_if = format!("s{k}");
+        ip(&["-n", &self.s, "link", "set", &s_if, "up"]);
+        let via = format!("10.77.{k}.1");
+        let metric = k.to_string();
+        ip(&["-n", &self.s, "route", "replace", RECEIVER, "via", &via, "dev", &s_if, "metric", &metric]);
+    }
+
+    fn unplug(&self, k: u32) {
+        ip(&["-n", &self.s, "link", "set", &format!("s{k}"), "down"]);
+    }
+}
+
+impl Drop for ThreeUplinks {
+    fn drop(&mut self) {
+        for ns in [&self.s, &self.r] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+/// Three uplinks by interface name in their own namespace; one is unplugged (link down) for 8 s
+/// and plugged back: the decoder keeps the picture throughout, the uplink is found dead at once
+/// and carries the stream again once back.
+#[test]
+fn three_uplinks_by_interface_one_unplugged_and_back_keep_the_picture() {
+    let _serial = serial();
+    let dir = scratch("bond-netns");
+    let lab = ThreeUplinks::new();
+    let (dec_port, bond_port) = (7310, 7311);
+    let mut dec = Command::new("ip");
+    dec.args([
+        "netns",
+        "exec",
+        &lab.r,
+        env!("CARGO_BIN_EXE_telebridge"),
+        "decode",
+        "--stats",
+        "json",
+        "--sink",
+        "fake",
+    ]);
+    dec.args(["--input", &format!("srt://:{dec_port}?mode=listener"), "--duration", "36s"]);
+    dec.env("RUST_LOG", "info");
+    let mut dec = Proc::spawn(dec, &dir, "decoder");
+    wait_udp_bound_in(dec.child.id(), dec_port, "the decoder");
+    // Bound to the address the senders call, so that its answers come from it (a socket on
+    // every address would answer over each uplink from that uplink's own address).
+    let listen = format!("{RECEIVER}:{bond_port}");
+    let relay = bond_relay(&dir, &listen, dec_port, 1000, &["ip", "netns", "exec", &lab.r]);
+    wait_udp_bound_in(relay.child.id(), bond_port, "the bonding receiver");
+    let mut enc = Command::new("ip");
+    enc.args([
+        "netns",
+        "exec",
+        &lab.s,
+        env!("CARGO_BIN_EXE_telebridge"),
+        "encode",
+        "--source",
+        "test",
+        "--stats",
+        "json",
+    ]);
+    enc.args(["--output", &format!("srt://{RECEIVER}:{bond_port}?bond=s1,s2,s3&latency=1000"), "--duration", "30s"]);
+    enc.env("RUST_LOG", "info");
+    let mut enc = Proc::spawn(enc, &dir, "encoder");
+    let carrying =
+        |k: u32| relay_conns(&dir).iter().find(|(a, _)| a.starts_with(&format!("10.77.{k}.2:"))).map_or(0, |c| c.1);
+    let all_up = wait_for(Duration::from_secs(15), || (1..=3).all(|k| carrying(k) > 50));
+    assert!(all_up.is_some(), "the three uplinks never all carried the stream: {:?}", relay_conns(&dir));
+    lab.unplug(2);
+    let unplugged_at = unix_ms();
+    std::thread::sleep(Duration::from_secs(8));
+    let while_down = carrying(2);
+    lab.plug(2);
+    let back = wait_for(Duration::from_secs(10), || carrying(2) > while_down + 50);
+    assert!(enc.wait_timeout(Duration::from_secs(40)).expect("encoder ends").success());
+    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+    let log = std::fs::read_to_string(dir.join("encoder.stderr")).unwrap_or_default();
+    let died = log.lines().find(|l| l.contains("uplink dead") && l.contains("link=s2"));
+    assert!(died.is_some(), "s2 was not found dead; see {}", dir.display());
+    assert!(
+        back.is_some(),
+        "s2 did not carry the stream again within 10 s of being plugged back: {:?}",
+        relay_conns(&dir)
+    );
+    let d = decoder_summary(&dir, "decoder");
+    eprintln!("decoder {d}\nconnections {:?}", relay_conns(&dir));
+    // The picture stayed: from the first picture to the encoder's end no slate was shown.
+    let lines = json_lines(&dir.join("decoder.stdout"));
+    let showing: Vec<&str> = lines.iter().filter_map(|l| l["display"]["showing"].as_str()).collect();
+    let first = showing.iter().position(|s| *s == "video").expect("a picture");
+    let slate_after = lines.iter().skip(first).any(|l| {
+        l["display"]["showing"] == "slate"
+            && l["display"]["slate_since_unix_ms"].as_u64().is_some_and(|t| t < unplugged_at + 15_000)
+    });
+    assert!(!slate_after, "the decoder showed its slate while s2 was out; see {}", dir.display());
+    let frames = d["frames_decoded"].as_u64().unwrap_or(0);
+    assert!(frames >= 700, "decoded {frames} frames of about 900; see {}", dir.display());
+    let missing = d["frames_missing"].as_u64().unwrap_or(u64::MAX);
+    assert_eq!(missing, 0, "frames lost for good; see {}", dir.display());
 }

@@ -288,13 +288,23 @@ impl Sender {
     }
 
     fn heard(&mut self, n: usize, now: Instant) {
+        // Back from the dead, an uplink starts at half the others' mean window and earns the
+        // rest (srtla's starts at one packet and takes some 15 s to carry its share again).
+        let others: Vec<i32> = self
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(i, l)| *i != n && l.state == LinkState::Up)
+            .map(|(_, l)| l.window)
+            .collect();
+        let half_mean =
+            if others.is_empty() { WINDOW_START } else { others.iter().sum::<i32>() / others.len() as i32 / 2 };
         let link = &mut self.links[n];
         link.last_rcvd = Some(now);
         if link.registered && link.state != LinkState::Up {
             if link.state == LinkState::Dead {
                 tracing::info!(link = %link.name, "uplink back");
-                // Back from the dead: it starts small, as srtla's, and earns its share.
-                link.window = WINDOW_MIN;
+                link.window = half_mean.max(WINDOW_MIN);
             }
             link.state = LinkState::Up;
         }
@@ -572,11 +582,12 @@ mod tests {
         assert!(died <= dead_after + 20 * MS && died > dead_after - 20 * MS, "{died:?}");
         let expected: Vec<u32> = on_1.into_iter().filter(|&q| q >= 3).collect();
         assert_eq!(rescued, expected);
-        // Everything now goes over link 0; a word from link 1 brings it back, small.
+        // Everything now goes over link 0; a word from link 1 brings it back at half link 0's
+        // window.
         assert!((0..10).all(|q| s.on_srt(&data(100 + q, false)) == Some(0)));
         s.on_link(1, &proto::keepalive(0), t);
         assert_eq!(s.links[1].state, LinkState::Up);
-        assert_eq!(s.links[1].window, WINDOW_MIN);
+        assert_eq!(s.links[1].window, s.links[0].window / 2);
         assert_eq!(s.status()[1].deaths, 1);
     }
 
