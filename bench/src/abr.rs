@@ -173,10 +173,17 @@ fn law(mode: Mode) -> (Option<LawFactory>, Option<Duration>, &'static str) {
         Mode::Fixed => (None, None, "fixed"),
         Mode::Ours | Mode::OursHalfRate => (None, None, "adaptive"),
         Mode::Belacoder => {
-            let f: LawFactory = Box::new(|b: Bounds| Box::new(belacoder::Belacoder::new(b)) as Box<dyn RateLaw>);
-            (Some(f), Some(belacoder::STEP), "fixed")
+            let (f, step) = belacoder_law();
+            (Some(f), Some(step), "fixed")
         }
     }
+}
+
+/// belacoder's rule as a law for our encoder, and its step (the bonding benchmark's baseline
+/// runs it too).
+pub(crate) fn belacoder_law() -> (LawFactory, Duration) {
+    let f: LawFactory = Box::new(|b: Bounds| Box::new(belacoder::Belacoder::new(b)) as Box<dyn RateLaw>);
+    (f, belacoder::STEP)
 }
 
 async fn one(case: &Case, mode: Mode, out: &Path, repeat: Option<usize>) -> anyhow::Result<Run> {

@@ -5,6 +5,7 @@
 //! `--quick` is for CI: short runs that check each benchmark works and gives sane figures.
 
 mod abr;
+mod bond;
 mod fanout;
 mod golive;
 mod idle;
@@ -59,6 +60,20 @@ enum Bench {
         /// spread (runs of one law differ by tens of frames on the 4G traces).
         #[arg(long, default_value_t = 1)]
         repeats: usize,
+    },
+    /// Bonding over three uplinks (two 4G traces with an outage each, a marginal link whose
+    /// round trip swings 100-1200 ms): ours against srtla_send with belacoder's rule, same
+    /// encoder, links and receiver. The srtla sender needs SRTLA_SRC (BELABOX/srtla's source).
+    Bond {
+        /// Minutes per run.
+        #[arg(long, default_value_t = 10.0)]
+        minutes: f64,
+        /// SRT latencies to run at, ms.
+        #[arg(long, value_delimiter = ',', default_value = "2000")]
+        latencies: Vec<u32>,
+        /// Only these senders (ours, srtla); the quick form runs ours only unless named.
+        #[arg(long, value_delimiter = ',')]
+        senders: Vec<String>,
     },
     /// One encoder listening, 1, 10, 25, 50 decoders calling: CPU, memory, expected against
     /// actual bandwidth (the Raspberry Pi server study's table).
@@ -143,6 +158,9 @@ fn main() -> anyhow::Result<()> {
         Bench::Srt4g => runtime.block_on(srt_4g::run(&args.profiles, &args.out, args.quick)),
         Bench::Abr { traces, modes, repeats } => {
             runtime.block_on(abr::run(&args.out, args.quick, &traces, &modes, repeats))
+        }
+        Bench::Bond { minutes, latencies, senders } => {
+            runtime.block_on(bond::run(&args.out, args.quick, minutes, &latencies, &senders))
         }
         Bench::Fanout => fanout::run(&args.out, args.quick),
         Bench::Idle => idle::run(args.quick),

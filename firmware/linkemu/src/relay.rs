@@ -150,78 +150,168 @@ pub async fn start(
     forward: Impairment,
     reverse: Impairment,
 ) -> std::io::Result<Relay> {
+    let (listen, mut links, task) = start_links(listen, target, vec![(None, forward, reverse)]).await?;
+    let link = links.remove(0);
+    Ok(Relay { listen, forward: link.forward, reverse: link.reverse, task })
+}
+
+/// One of several links through one relay: the senders from one address take it.
+#[derive(Debug, Clone)]
+pub struct LinkCounters {
+    /// The senders' address this link carries.
+    pub from: std::net::IpAddr,
+    /// Sender to target.
+    pub forward: Arc<DirectionCounters>,
+    /// Target to sender.
+    pub reverse: Arc<DirectionCounters>,
+}
+
+/// A relay of several links at once, told apart by the sender's address (a bonding sender's
+/// uplinks bound to 127.0.0.2, 127.0.0.3, ...): each its own impairments, one start for all, so
+/// the same scenario replays identically for every sender. Datagrams from other addresses are
+/// dropped.
+#[derive(Debug)]
+pub struct MultiRelay {
+    /// The address it listens on.
+    pub listen: SocketAddr,
+    /// Each link's counters, in the order given.
+    pub links: Vec<LinkCounters>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MultiRelay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts a [`MultiRelay`]: `links` are (sender address, forward, reverse).
+pub async fn start_multi(
+    listen: SocketAddr,
+    target: SocketAddr,
+    links: Vec<(std::net::IpAddr, Impairment, Impairment)>,
+) -> std::io::Result<MultiRelay> {
+    let links = links.into_iter().map(|(a, f, r)| (Some(a), f, r)).collect();
+    let (listen, counters, task) = start_links(listen, target, links).await?;
+    let links = counters.into_iter().map(LinkCounters::from).collect();
+    Ok(MultiRelay { listen, links, task })
+}
+
+struct Counted {
+    from: Option<std::net::IpAddr>,
+    forward: Arc<DirectionCounters>,
+    reverse: Arc<DirectionCounters>,
+}
+
+impl From<Counted> for LinkCounters {
+    fn from(c: Counted) -> Self {
+        LinkCounters {
+            from: c.from.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into()),
+            forward: c.forward,
+            reverse: c.reverse,
+        }
+    }
+}
+
+type Shared<T> = Arc<std::sync::Mutex<T>>;
+
+/// One link's state inside the relay.
+struct LinkState {
+    from: Option<std::net::IpAddr>,
+    forward: Shared<Impairment>,
+    reverse: Shared<Impairment>,
+    fc: Arc<DirectionCounters>,
+    rc: Arc<DirectionCounters>,
+    fwd_tx: mpsc::UnboundedSender<Pending>,
+    rev_tx: mpsc::UnboundedSender<Pending>,
+}
+
+async fn start_links(
+    listen: SocketAddr,
+    target: SocketAddr,
+    links: Vec<(Option<std::net::IpAddr>, Impairment, Impairment)>,
+) -> std::io::Result<(SocketAddr, Vec<Counted>, tokio::task::JoinHandle<()>)> {
     let socket = Arc::new(UdpSocket::bind(listen).await?);
     let listen = socket.local_addr()?;
-    let fwd_counters = Arc::new(DirectionCounters::default());
-    let rev_counters = Arc::new(DirectionCounters::default());
-    let (fwd_tx, fwd_rx) = mpsc::unbounded_channel();
-    let (rev_tx, rev_rx) = mpsc::unbounded_channel();
-    tokio::spawn(deliver(fwd_rx, fwd_counters.clone()));
-    tokio::spawn(deliver(rev_rx, rev_counters.clone()));
+    let mut states = Vec::new();
+    let mut counted = Vec::new();
+    for (from, forward, reverse) in links {
+        let (fc, rc) = (Arc::new(DirectionCounters::default()), Arc::new(DirectionCounters::default()));
+        let (fwd_tx, fwd_rx) = mpsc::unbounded_channel();
+        let (rev_tx, rev_rx) = mpsc::unbounded_channel();
+        tokio::spawn(deliver(fwd_rx, fc.clone()));
+        tokio::spawn(deliver(rev_rx, rc.clone()));
+        counted.push(Counted { from, forward: fc.clone(), reverse: rc.clone() });
+        let (forward, reverse) = (Arc::new(std::sync::Mutex::new(forward)), Arc::new(std::sync::Mutex::new(reverse)));
+        states.push(Arc::new(LinkState { from, forward, reverse, fc, rc, fwd_tx, rev_tx }));
+    }
     let start = Instant::now();
-    let forward = Arc::new(std::sync::Mutex::new(forward));
-    let reverse = Arc::new(std::sync::Mutex::new(reverse));
     let seq = Arc::new(AtomicU64::new(0));
-    let (fc, rc) = (fwd_counters.clone(), rev_counters.clone());
     let task = tokio::spawn(async move {
         let mut upstreams: HashMap<SocketAddr, Arc<UdpSocket>> = HashMap::new();
         let mut buf = vec![0u8; 65536];
         loop {
             let Ok((n, from)) = socket.recv_from(&mut buf).await else { continue };
+            let Some(link) = states.iter().find(|l| l.from.is_none_or(|a| a == from.ip())).cloned() else { continue };
             let up = match upstreams.get(&from) {
                 Some(u) => u.clone(),
                 None => {
-                    let bind: SocketAddr =
-                        if target.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().expect("literal");
-                    let Ok(u) = UdpSocket::bind(bind).await else { continue };
-                    if u.connect(target).await.is_err() {
-                        continue;
-                    }
-                    let u = Arc::new(u);
-                    // Replies from the target go back to this client through the reverse link.
-                    let (u2, listen_socket, rev, rev_tx, rc, seq) =
-                        (u.clone(), socket.clone(), reverse.clone(), rev_tx.clone(), rc.clone(), seq.clone());
-                    tokio::spawn(async move {
-                        let mut buf = vec![0u8; 65536];
-                        while let Ok(n) = u2.recv(&mut buf).await {
-                            rc.offered.fetch_add(1, Ordering::Relaxed);
-                            let now = Instant::now();
-                            let v = rev.lock().unwrap_or_else(|p| p.into_inner()).on_packet(now - start, n);
-                            rc.count(&v);
-                            if let Verdict::Deliver(at) = v {
-                                let sock = listen_socket.clone();
-                                let out: Out = Arc::new(move |d: &[u8]| sock.try_send_to(d, from));
-                                let p = Pending {
-                                    at: start + at,
-                                    seq: seq.fetch_add(1, Ordering::Relaxed),
-                                    data: buf[..n].to_vec(),
-                                    out,
-                                };
-                                if rev_tx.send(p).is_err() {
-                                    break;
-                                }
-                            }
-                        }
-                    });
+                    let Some(u) = upstream(target, from, &socket, &link, start, &seq).await else { continue };
                     upstreams.insert(from, u.clone());
                     u
                 }
             };
-            fc.offered.fetch_add(1, Ordering::Relaxed);
+            link.fc.offered.fetch_add(1, Ordering::Relaxed);
             let now = Instant::now();
-            let v = forward.lock().unwrap_or_else(|p| p.into_inner()).on_packet(now - start, n);
-            fc.count(&v);
+            let v = link.forward.lock().unwrap_or_else(|p| p.into_inner()).on_packet(now - start, n);
+            link.fc.count(&v);
             if let Verdict::Deliver(at) = v {
                 let out: Out = Arc::new(move |d: &[u8]| up.try_send(d));
                 let p =
                     Pending { at: start + at, seq: seq.fetch_add(1, Ordering::Relaxed), data: buf[..n].to_vec(), out };
-                if fwd_tx.send(p).is_err() {
+                if link.fwd_tx.send(p).is_err() {
                     break;
                 }
             }
         }
     });
-    Ok(Relay { listen, forward: fwd_counters, reverse: rev_counters, task })
+    Ok((listen, counted, task))
+}
+
+/// A sender's own socket toward the target; its replies go back through the link's reverse
+/// direction.
+async fn upstream(
+    target: SocketAddr,
+    from: SocketAddr,
+    listen_socket: &Arc<UdpSocket>,
+    link: &Arc<LinkState>,
+    start: Instant,
+    seq: &Arc<AtomicU64>,
+) -> Option<Arc<UdpSocket>> {
+    let bind: SocketAddr = if target.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().ok()?;
+    let u = UdpSocket::bind(bind).await.ok()?;
+    u.connect(target).await.ok()?;
+    let u = Arc::new(u);
+    let (u2, listen_socket, link, seq) = (u.clone(), listen_socket.clone(), link.clone(), seq.clone());
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = u2.recv(&mut buf).await {
+            link.rc.offered.fetch_add(1, Ordering::Relaxed);
+            let now = Instant::now();
+            let v = link.reverse.lock().unwrap_or_else(|p| p.into_inner()).on_packet(now - start, n);
+            link.rc.count(&v);
+            if let Verdict::Deliver(at) = v {
+                let sock = listen_socket.clone();
+                let out: Out = Arc::new(move |d: &[u8]| sock.try_send_to(d, from));
+                let p =
+                    Pending { at: start + at, seq: seq.fetch_add(1, Ordering::Relaxed), data: buf[..n].to_vec(), out };
+                if link.rev_tx.send(p).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    Some(u)
 }
 
 /// The counters of both directions.
@@ -237,5 +327,50 @@ impl Relay {
     /// Reads both directions' counters.
     pub fn stats(&self) -> RelayStats {
         RelayStats { forward: self.forward.snapshot(), reverse: self.reverse.snapshot() }
+    }
+}
+
+#[cfg(test)]
+mod multi_tests {
+    use super::*;
+    use crate::LinkParams;
+
+    fn link(loss_pct: f64) -> Impairment {
+        Impairment::new(LinkParams { loss_pct, ..LinkParams::default() }, Vec::new(), 1)
+    }
+
+    #[tokio::test]
+    async fn each_sender_address_takes_its_own_link() {
+        let target = UdpSocket::bind("127.0.0.1:0").await.expect("target");
+        let relay = start_multi(
+            "127.0.0.1:0".parse().expect("addr"),
+            target.local_addr().expect("addr"),
+            vec![
+                ("127.0.0.2".parse().expect("ip"), link(0.0), link(0.0)),
+                ("127.0.0.3".parse().expect("ip"), link(100.0), link(0.0)),
+            ],
+        )
+        .await
+        .expect("relay");
+        for from in ["127.0.0.2:0", "127.0.0.3:0", "127.0.0.4:0"] {
+            let s = UdpSocket::bind(from).await.expect("sender");
+            for _ in 0..10 {
+                s.send_to(b"hello", relay.listen).await.expect("send");
+            }
+        }
+        let mut buf = [0u8; 16];
+        for _ in 0..10 {
+            let (n, _) = tokio::time::timeout(std::time::Duration::from_secs(2), target.recv_from(&mut buf))
+                .await
+                .expect("delivered")
+                .expect("recv");
+            assert_eq!(&buf[..n], b"hello");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let s: Vec<DirectionStats> = relay.links.iter().map(|l| l.forward.snapshot()).collect();
+        assert_eq!((s[0].offered, s[0].delivered), (10, 10));
+        assert_eq!((s[1].offered, s[1].delivered, s[1].dropped_random), (10, 0, 10));
+        // 127.0.0.4 has no link: nothing of it reached the target.
+        assert!(tokio::time::timeout(std::time::Duration::from_millis(200), target.recv_from(&mut buf)).await.is_err());
     }
 }
