@@ -264,6 +264,8 @@ async fn one(sender: Sender, latency_ms: u32, seconds: f64, out: &Path, srtla: O
         on_sample: Some(Arc::new(move |x| s.lock().unwrap_or_else(|p| p.into_inner()).push(x.clone()))),
         rate_law,
         rate_step,
+        // What the law saw and chose, step by step.
+        rate_trace: Some(out.join(format!("{tag}-rate.jsonl"))),
         ..RunOptions::default()
     };
     telebridge_appliance::run_encoder(config, options, std::future::pending::<()>())

@@ -8,6 +8,7 @@
 pub mod proto;
 pub mod receiver;
 pub mod receiver_io;
+pub mod reorder;
 
 pub use receiver_io::BondReceiver;
 pub mod sender;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::proto::{self, GroupId, Packet, ACK_EVERY, ID_LEN, SENDER_ID_LEN, SRT_MIN_LEN};
+use crate::reorder::{Reorder, ReorderStatus};
 
 /// Bounds on what strangers can make the receiver hold.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +25,9 @@ pub struct Limits {
     pub conn_timeout: Duration,
     /// A group left without connections this long after it was made is dropped.
     pub group_timeout: Duration,
+    /// The longest a packet after a gap waits for the gap to fill (a third of the SRT latency:
+    /// SRT must still have time to resend what is really lost); zero holds nothing.
+    pub reorder_max: Duration,
 }
 
 impl Default for Limits {
@@ -33,6 +37,7 @@ impl Default for Limits {
             max_conns: 8,
             conn_timeout: Duration::from_secs(10),
             group_timeout: Duration::from_secs(10),
+            reorder_max: Duration::from_millis(50),
         }
     }
 }
@@ -46,8 +51,8 @@ pub struct GroupToken(pub u64);
 pub enum Action {
     /// Send these bytes to this sender's address, from the bonding socket.
     Reply(SocketAddr, Vec<u8>),
-    /// Hand the datagram just read on to this group's SRT peer (opening its socket if new).
-    Forward(GroupToken),
+    /// Hand these bytes on to this group's SRT peer (opening its socket if new).
+    Forward(GroupToken, Vec<u8>),
 }
 
 #[derive(Debug)]
@@ -65,6 +70,7 @@ struct Group {
     conns: Vec<Conn>,
     created: Instant,
     last_addr: SocketAddr,
+    reorder: Reorder,
 }
 
 /// One connection of a group, for status and metrics.
@@ -85,6 +91,8 @@ pub struct GroupStatus {
     pub token: GroupToken,
     /// Its connections.
     pub conns: Vec<ConnStatus>,
+    /// Its reorder buffer.
+    pub reorder: ReorderStatus,
 }
 
 /// The receiver's state.
@@ -130,13 +138,29 @@ impl Receiver {
                     conn.log.clear();
                 }
                 group.last_addr = from;
-                out.push(Action::Forward(group.token));
+                let token = group.token;
+                let ready = group.reorder.push(seq, proto::is_retransmit(data), data.to_vec(), now);
+                out.extend(ready.into_iter().map(|p| Action::Forward(token, p)));
                 return out;
             }
             _ => {}
         }
         group.last_addr = from;
-        vec![Action::Forward(group.token)]
+        vec![Action::Forward(group.token, data.to_vec())]
+    }
+
+    /// Packets whose gap waited long enough: hand them on.
+    pub fn due(&mut self, now: Instant) -> Vec<Action> {
+        let mut out = Vec::new();
+        for g in &mut self.groups {
+            out.extend(g.reorder.due(now).into_iter().map(|p| Action::Forward(g.token, p)));
+        }
+        out
+    }
+
+    /// When [`Self::due`] next has something to do.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.groups.iter().filter_map(|g| g.reorder.deadline()).min()
     }
 
     /// A datagram from a group's SRT peer: where to send it.
@@ -176,6 +200,7 @@ impl Receiver {
                         silent_ms: now.saturating_duration_since(c.last_rcvd).as_millis() as u64,
                     })
                     .collect(),
+                reorder: g.reorder.status(),
             })
             .collect()
     }
@@ -198,7 +223,8 @@ impl Receiver {
         full[SENDER_ID_LEN..].copy_from_slice(fresh);
         let token = GroupToken(self.next_token);
         self.next_token += 1;
-        self.groups.push(Group { token, id: full, conns: Vec::new(), created: now, last_addr: from });
+        let reorder = Reorder::new(self.limits.reorder_max);
+        self.groups.push(Group { token, id: full, conns: Vec::new(), created: now, last_addr: from, reorder });
         tracing::info!(group = token.0, sender = %from, "bonded group registered");
         Action::Reply(from, proto::reg2(&full))
     }
@@ -275,7 +301,7 @@ mod tests {
             let from = addr(1000 + (seq % 2) as u16);
             for a in r.on_datagram(from, &data(seq), now, &[0; SENDER_ID_LEN]) {
                 match a {
-                    Action::Forward(GroupToken(1)) => {}
+                    Action::Forward(GroupToken(1), p) => assert_eq!(p, data(seq)),
                     Action::Reply(to, ack) => {
                         assert_eq!(to, from);
                         let Packet::Ack(seqs) = proto::parse(&ack) else { panic!("not an ack") };

@@ -44,14 +44,15 @@ impl std::fmt::Debug for BondReceiver {
 }
 
 impl BondReceiver {
-    /// Listens for bonded senders on `listen` and hands each group's SRT to `srt_peer`.
-    pub fn start(listen: SocketAddr, srt_peer: SocketAddr) -> io::Result<Self> {
+    /// Listens for bonded senders on `listen` and hands each group's SRT to `srt_peer`,
+    /// holding packets that come after a gap at most `reorder_max` (see [`crate::reorder`]).
+    pub fn start(listen: SocketAddr, srt_peer: SocketAddr, reorder_max: Duration) -> io::Result<Self> {
         let socket = UdpSocket::bind(listen)?;
         socket.set_read_timeout(Some(POLL))?;
         let _ = socket2::SockRef::from(&socket).set_recv_buffer_size(8 << 20);
         let local = socket.local_addr()?;
         let shared = Arc::new(Shared {
-            core: Mutex::new(Receiver::new(Limits::default())),
+            core: Mutex::new(Receiver::new(Limits { reorder_max, ..Limits::default() })),
             stop: AtomicBool::new(false),
             socket,
             srt_peer,
@@ -111,6 +112,12 @@ fn receive_loop(shared: &Arc<Shared>) {
                 }
             }
         }
+        // Wake for the reorder buffer's next deadline.
+        let deadline = shared.core().deadline();
+        let wait = deadline.map_or(POLL, |d| d.saturating_duration_since(now).clamp(Duration::from_millis(1), POLL));
+        let _ = shared.socket.set_read_timeout(Some(wait));
+        let due = shared.core().due(Instant::now());
+        forward(shared, &mut peers, due);
         let (n, from) = match shared.socket.recv_from(&mut buf) {
             Ok(r) => r,
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
@@ -123,29 +130,33 @@ fn receive_loop(shared: &Arc<Shared>) {
         // Only a group's registration needs the kernel's randomness.
         let fresh = if crate::proto::is_reg1(&buf[..n]) { random_half() } else { [0; SENDER_ID_LEN] };
         let actions = shared.core().on_datagram(from, &buf[..n], Instant::now(), &fresh);
-        for action in actions {
-            match action {
-                Action::Reply(to, data) => {
-                    let _ = shared.socket.send_to(&data, to);
-                }
-                Action::Forward(token) => {
-                    if let std::collections::hash_map::Entry::Vacant(slot) = peers.entry(token) {
-                        match open_peer(shared, token) {
-                            Ok(p) => {
-                                slot.insert(p);
-                            }
-                            Err(e) => tracing::warn!(error = %e, "cannot reach the SRT peer"),
-                        }
-                    }
-                    if let Some(p) = peers.get(&token) {
-                        let _ = p.socket.send(&buf[..n]);
-                    }
-                }
-            }
-        }
+        forward(shared, &mut peers, actions);
     }
     for (_, p) in peers {
         close(p);
+    }
+}
+
+fn forward(shared: &Arc<Shared>, peers: &mut HashMap<GroupToken, Peer>, actions: Vec<Action>) {
+    for action in actions {
+        match action {
+            Action::Reply(to, data) => {
+                let _ = shared.socket.send_to(&data, to);
+            }
+            Action::Forward(token, data) => {
+                if let std::collections::hash_map::Entry::Vacant(slot) = peers.entry(token) {
+                    match open_peer(shared, token) {
+                        Ok(p) => {
+                            slot.insert(p);
+                        }
+                        Err(e) => tracing::warn!(error = %e, "cannot reach the SRT peer"),
+                    }
+                }
+                if let Some(p) = peers.get(&token) {
+                    let _ = p.socket.send(&data);
+                }
+            }
+        }
     }
 }
 

@@ -196,8 +196,11 @@ impl Sender {
     /// A packet from libsrt: the uplink to send it on, or `None` while no uplink is up.
     pub fn on_srt(&mut self, data: &[u8]) -> Option<usize> {
         let packet = proto::parse(data);
-        let resend = proto::is_retransmit(data);
-        let n = schedule(&self.links, resend)?;
+        // A resend, and SRT's own control packets (the ACKACK that times the round trip, the
+        // keepalive, the handshake), take the shortest round trip: over a slow uplink an
+        // ACKACK would make the whole connection's round trip look like that uplink's.
+        let urgent = proto::is_retransmit(data) || !matches!(packet, Packet::SrtData(_));
+        let n = schedule(&self.links, urgent)?;
         let link = &mut self.links[n];
         link.sent += 1;
         if let Packet::SrtData(seq) = packet {
@@ -418,12 +421,13 @@ fn seq_before(a: u32, b: u32) -> bool {
 
 /// The uplink for the next packet: among those up, srtla's score (window over packets in
 /// flight) weighed by how much longer the uplink's round trip is than the shortest's, so a
-/// link whose round trip swings to a second gets the stream only when the others are full; a
-/// resend goes over the shortest round trip. `None` while no uplink is up.
-pub fn schedule(links: &[Link], resend: bool) -> Option<usize> {
+/// link whose round trip swings to a second gets the stream only when the others are full; an
+/// urgent packet (a resend, SRT's control) goes over the shortest round trip. `None` while no
+/// uplink is up.
+pub fn schedule(links: &[Link], urgent: bool) -> Option<usize> {
     let up = || links.iter().enumerate().filter(|(_, l)| l.state == LinkState::Up);
     let rtt = |l: &Link| l.srtt.unwrap_or(Duration::from_millis(500)).as_secs_f64().max(0.001);
-    if resend {
+    if urgent {
         return up().min_by(|(_, a), (_, b)| rtt(a).total_cmp(&rtt(b))).map(|(i, _)| i);
     }
     let best = up().map(|(_, l)| rtt(l)).fold(f64::INFINITY, f64::min);
@@ -526,10 +530,14 @@ mod tests {
     }
 
     #[test]
-    fn a_resend_takes_the_shortest_round_trip() {
+    fn a_resend_and_a_control_packet_take_the_shortest_round_trip() {
         let now = Instant::now();
         let mut s = joined(&[80, 30, 200], now);
         assert_eq!(s.on_srt(&data(5, true)), Some(1));
+        let mut ackack = vec![0u8; 16];
+        ackack[..2].copy_from_slice(&[0x80, 0x06]);
+        assert_eq!(s.on_srt(&ackack), Some(1));
+        assert_eq!(s.links[1].flights.len(), 1, "only data is kept for a rescue");
     }
 
     #[test]

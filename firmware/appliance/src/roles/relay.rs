@@ -142,6 +142,12 @@ fn start_bond(listen: std::net::SocketAddr, input: &SrtUrl) -> Result<telebridge
     }
     let host = input.host.as_deref().and_then(|h| h.parse().ok());
     let to = std::net::SocketAddr::new(host.unwrap_or(std::net::Ipv4Addr::LOCALHOST.into()), input.port);
-    telebridge_bond::BondReceiver::start(listen, to)
+    // A packet after a gap waits at most a third of the SRT latency for it: the rest is SRT's
+    // time to resend what is really lost.
+    let reorder_max = match input.latency {
+        Some(telebridge_config::Latency::Fixed(l)) => l / 3,
+        _ => std::time::Duration::from_millis(50),
+    };
+    telebridge_bond::BondReceiver::start(listen, to, reorder_max)
         .map_err(|e| AppError::Runtime(format!("--bond-listen {listen}: cannot listen: {e}")))
 }
