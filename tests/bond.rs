@@ -291,3 +291,41 @@ fn three_uplinks_by_interface_one_unplugged_and_back_keep_the_picture() {
     let missing = d["frames_missing"].as_u64().unwrap_or(u64::MAX);
     assert_eq!(missing, 0, "frames lost for good; see {}", dir.display());
 }
+
+/// The appliance with a bonded output: live, its panel's status lists each uplink in words and
+/// `/metrics` has each uplink's series.
+#[test]
+fn the_daemon_shows_each_uplink_in_its_status_and_metrics() {
+    let _serial = serial();
+    let dir = scratch("bond-daemon");
+    let (dec_port, bond_port, http_port) = (free_udp_port(), free_udp_port(), free_tcp_port());
+    let _dec = decoder(&dir, "decoder", &format!("srt://:{dec_port}?mode=listener"), &["--duration", "40s"]);
+    wait_udp_bound(dec_port, "the decoder");
+    let _relay = bond_relay(&dir, &bond_port.to_string(), dec_port, 600, &[]);
+    wait_udp_bound(bond_port, "the bonding receiver");
+    let url = format!("srt://127.0.0.1:{bond_port}?bond=127.0.0.1,127.0.0.2&latency=600");
+    let _box = run_sim(&dir, "box", http_port, &["--output", &url], &[]);
+    let (code, body) = http("POST", http_port, "/api/sim/button", Some(r#"{"hold_ms": 150}"#));
+    assert_eq!(code, 200, "{body}");
+    let uplinks = || -> Vec<String> {
+        let s = get_json(http_port, "/api/status");
+        s["links"][0]["uplinks"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|u| u.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    let both_up = wait_for(Duration::from_secs(15), || {
+        let u = uplinks();
+        u.len() == 2 && u.iter().all(|l| l.contains(": up, RTT") && !l.contains(" 0.0 Mbit/s"))
+    });
+    assert!(both_up.is_some(), "uplinks: {:?}; status {}", uplinks(), get_json(http_port, "/api/status"));
+    let (_, metrics) = http("GET", http_port, "/metrics", None);
+    for uplink in ["127.0.0.1", "127.0.0.2"] {
+        let up = format!(
+            "telebridge_uplink_up{{output=\"{}\",uplink=\"{uplink}\"}} 1",
+            get_json(http_port, "/api/status")["links"][0]["name"].as_str().unwrap_or("")
+        );
+        assert!(metrics.contains(&up), "no {up:?} in\n{metrics}");
+    }
+    assert!(metrics.contains("# TYPE telebridge_uplink_share_percent gauge"), "{metrics}");
+}

@@ -210,6 +210,12 @@ function renderStatus(s) {
       why.textContent = o.latency;
       li.append(why);
     }
+    for (const u of o.uplinks || []) {
+      const row = document.createElement('div');
+      row.className = 'hint uplink';
+      row.textContent = u;
+      li.append(row);
+    }
     list.append(li);
   }
   const img = $('#preview');

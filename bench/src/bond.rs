@@ -303,7 +303,11 @@ pub async fn run(out: &Path, quick: bool, minutes: f64, latencies: &[u32], sende
             runs.push(run);
         }
     }
-    println!("{}", report::table(&runs, &uplinks(seconds)?));
+    let ups = uplinks(seconds)?;
+    println!("{}", report::table(&runs, &ups));
+    for p in report::plots(&runs, &ups, out)? {
+        println!("Plot: {}", p.display());
+    }
     if quick {
         report::sane(&runs)?;
     }

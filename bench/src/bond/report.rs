@@ -65,6 +65,8 @@ pub struct Run {
     pub dead_sending_s: Vec<(String, Option<f64>)>,
     /// Share of the datagrams each uplink was offered, percent.
     pub shares: Vec<(String, f64)>,
+    /// What arrived each second: (s since the encoder started, kbit/s).
+    pub arrived: Vec<(f64, f64)>,
 }
 
 impl Run {
@@ -94,10 +96,14 @@ pub fn figures(
         })
         .collect();
     let summary = dec.iter().find_map(|l| l.get("summary")).cloned().unwrap_or_default();
-    let mut per_second: Vec<f64> = rows
+    // The decoder's clock starts about a second before the encoder's.
+    let t0 = rows.iter().find(|r| r.1 > 0).map_or(0.0, |r| r.0 - 1.0);
+    let arrived: Vec<(f64, f64)> = rows
         .windows(2)
-        .map(|w| w[1].1.saturating_sub(w[0].1) as f64 * 8.0 / 1000.0 / (w[1].0 - w[0].0).max(0.1))
+        .map(|w| (w[1].0 - t0, w[1].1.saturating_sub(w[0].1) as f64 * 8.0 / 1000.0 / (w[1].0 - w[0].0).max(0.1)))
+        .filter(|(t, _)| *t >= 0.0 && *t <= seconds)
         .collect();
+    let mut per_second: Vec<f64> = arrived.iter().map(|a| a.1).collect();
     let total = rows.last().map_or(0, |r| r.1);
     let mut glitches = 0;
     let mut in_glitch = false;
@@ -135,7 +141,33 @@ pub fn figures(
             .enumerate()
             .map(|(i, u)| (u.name.to_string(), last.get(i).copied().unwrap_or(0) as f64 * 100.0 / all.max(1) as f64))
             .collect(),
+        arrived,
     }
+}
+
+/// One plot per latency: the summed capacity and what arrived of each sender's stream.
+pub fn plots(runs: &[Run], ups: &[Uplink], out: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut latencies: Vec<u32> = runs.iter().map(|r| r.latency_ms).collect();
+    latencies.dedup();
+    let mut made = Vec::new();
+    for latency in latencies {
+        let seconds = runs.iter().map(|r| r.seconds).fold(0.0, f64::max);
+        let capacity = (0..(seconds as usize))
+            .map(|t| (t as f64, ups.iter().map(|u| u.capacity_at(t as f64)).sum::<f64>()))
+            .collect();
+        let mut series = vec![crate::plot::Series { label: "summed capacity".into(), points: capacity }];
+        for r in runs.iter().filter(|r| r.latency_ms == latency) {
+            series.push(crate::plot::Series {
+                label: format!("{}: arrived", r.sender.name()),
+                points: r.arrived.clone(),
+            });
+        }
+        let path = out.join(format!("bond-{latency}.png"));
+        let title = format!("bonding over three uplinks, SRT latency {latency} ms");
+        crate::plot::lines(&path, &title, "seconds", "kbit/s", &series)?;
+        made.push(path);
+    }
+    Ok(made)
 }
 
 /// How long after an outage began uplink `i` was still offered data (more than 30 datagrams a

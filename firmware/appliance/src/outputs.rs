@@ -15,6 +15,11 @@ pub trait Output: Send + Sync {
     fn send(&self, data: &[u8]);
     /// Its status.
     fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus>;
+    /// Its status now, with what only the output itself knows at the moment of asking (a
+    /// bonded output's uplinks).
+    fn snapshot(&self) -> OutputStatus {
+        self.status().borrow().clone()
+    }
     /// Stops it and joins its thread.
     fn stop(self: Box<Self>);
     /// An SRT output, for what only SRT has (its links' counters for the adaptive bitrate, its
@@ -132,6 +137,11 @@ impl Output for BondedSrt {
     }
     fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus> {
         self.srt.status()
+    }
+    fn snapshot(&self) -> OutputStatus {
+        let mut s = self.srt.status().borrow().clone();
+        s.uplinks = self.bond.status();
+        s
     }
     fn stop(self: Box<Self>) {
         let BondedSrt { srt, bond } = *self;

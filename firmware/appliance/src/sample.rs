@@ -57,6 +57,8 @@ pub struct LinkView {
     pub reason: Option<String>,
     /// Its SRT latency and why ("RTT 21 ms, loss 0.2 %: 3 x RTT = 63 ms"), for an SRT output.
     pub latency: Option<String>,
+    /// A bonded output's uplinks, each in words ("wwan0: up, RTT 62 ms, 1.8 Mbit/s, 45 %").
+    pub uplinks: Vec<String>,
 }
 
 impl MediaSample {
@@ -80,6 +82,7 @@ impl MediaSample {
                     state: LinkState::Output(o.state),
                     reason: o.reason.clone(),
                     latency: o.latency.as_ref().map(|c| format!("SRT latency {} ms: {}", c.latency_ms, c.reason)),
+                    uplinks: o.uplinks.iter().map(ToString::to_string).collect(),
                 })
                 .collect(),
             MediaSample::Decoder(s) => vec![LinkView {
@@ -87,6 +90,7 @@ impl MediaSample {
                 state: LinkState::Input(s.input.state),
                 reason: s.input.reason.clone(),
                 latency: None,
+                uplinks: Vec::new(),
             }],
         }
     }

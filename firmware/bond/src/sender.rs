@@ -7,132 +7,16 @@
 //! is dead at once, and what it had in flight is sent again over the others before SRT's loss
 //! report would ask for it.
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
+pub use crate::link::{schedule, Link, LinkState, LinkStatus, DEAD_FLOOR, KEEPALIVE_EVERY};
+use crate::link::{
+    seq_before, Flight, FLIGHT_MAX, WINDOW_GROW, WINDOW_MAX, WINDOW_MIN, WINDOW_NAK, WINDOW_START, WINDOW_UNIT,
+};
 use crate::proto::{self, GroupId, Packet, SENDER_ID_LEN};
 
-/// srtla's window units: a packet is this many.
-const WINDOW_UNIT: i32 = 1000;
-const WINDOW_MIN: i32 = WINDOW_UNIT;
-const WINDOW_START: i32 = 20 * WINDOW_UNIT;
-const WINDOW_MAX: i32 = 60 * WINDOW_UNIT;
-const WINDOW_NAK: i32 = 100;
-const WINDOW_GROW: i32 = 30;
-/// Packets remembered per uplink for a rescue.
-const FLIGHT_MAX: usize = 512;
-/// Keepalives (and so round-trip samples) per uplink.
-pub const KEEPALIVE_EVERY: Duration = Duration::from_millis(100);
 /// A registration unanswered this long is tried again (on the next uplink for a group).
 const REG_RETRY: Duration = Duration::from_secs(1);
-/// The shortest silence that makes an uplink dead.
-pub const DEAD_FLOOR: Duration = Duration::from_millis(350);
-const DEAD_CEILING: Duration = Duration::from_secs(4);
-
-/// Where an uplink stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkState {
-    /// Not yet registered with the receiver.
-    Connecting,
-    /// Carrying the stream.
-    Up,
-    /// Silent for longer than its round trip explains; probed until it answers.
-    Dead,
-}
-
-#[derive(Debug)]
-struct Flight {
-    seq: u32,
-    data: Vec<u8>,
-}
-
-/// One uplink's view, as the scheduler sees it.
-#[derive(Debug)]
-pub struct Link {
-    /// Its name (interface or address).
-    pub name: String,
-    state: LinkState,
-    registered: bool,
-    last_rcvd: Option<Instant>,
-    last_keepalive: Option<Instant>,
-    last_reg: Option<Instant>,
-    window: i32,
-    flights: VecDeque<Flight>,
-    srtt: Option<Duration>,
-    rttvar: Duration,
-    sent: u64,
-    resent: u64,
-    naks: u64,
-    deaths: u64,
-}
-
-impl Link {
-    fn new(name: String) -> Self {
-        Link {
-            name,
-            state: LinkState::Connecting,
-            registered: false,
-            last_rcvd: None,
-            last_keepalive: None,
-            last_reg: None,
-            window: WINDOW_START,
-            flights: VecDeque::new(),
-            srtt: None,
-            rttvar: Duration::ZERO,
-            sent: 0,
-            resent: 0,
-            naks: 0,
-            deaths: 0,
-        }
-    }
-
-    /// How long a silence this uplink's round trip explains.
-    pub fn dead_after(&self) -> Duration {
-        let rtt = self.srtt.map_or(Duration::ZERO, |s| 2 * s + 4 * self.rttvar);
-        rtt.clamp(DEAD_FLOOR, DEAD_CEILING)
-    }
-
-    fn rtt_sample(&mut self, sample: Duration) {
-        // RFC 6298's smoothing.
-        match self.srtt {
-            None => {
-                self.srtt = Some(sample);
-                self.rttvar = sample / 2;
-            }
-            Some(s) => {
-                let diff = s.abs_diff(sample);
-                self.rttvar = (self.rttvar * 3 + diff) / 4;
-                self.srtt = Some((s * 7 + sample) / 8);
-            }
-        }
-    }
-}
-
-/// One uplink, for status and metrics.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct LinkStatus {
-    /// Interface or address.
-    pub name: String,
-    /// Its state.
-    pub state: LinkState,
-    /// Smoothed round trip, ms.
-    pub rtt_ms: Option<f64>,
-    /// Congestion window, packets.
-    pub window: f64,
-    /// Packets sent and not yet acknowledged.
-    pub in_flight: usize,
-    /// Packets sent over it.
-    pub sent: u64,
-    /// Packets sent over it again because another uplink died.
-    pub rescued: u64,
-    /// Its packets the receiver reported lost.
-    pub naks: u64,
-    /// Times it was found dead.
-    pub deaths: u64,
-}
 
 /// What the sender asks of its sockets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +44,7 @@ pub struct Sender {
     links: Vec<Link>,
     reg: Reg,
     epoch: Instant,
+    second_start: Instant,
 }
 
 impl Sender {
@@ -167,11 +52,18 @@ impl Sender {
     pub fn new(names: Vec<String>, half: [u8; SENDER_ID_LEN], now: Instant) -> Self {
         let mut id = [0u8; proto::ID_LEN];
         id[..SENDER_ID_LEN].copy_from_slice(&half);
-        Sender { id, links: names.into_iter().map(Link::new).collect(), reg: Reg::Start { next: 0 }, epoch: now }
+        Sender {
+            id,
+            links: names.into_iter().map(Link::new).collect(),
+            reg: Reg::Start { next: 0 },
+            epoch: now,
+            second_start: now,
+        }
     }
 
     /// Every uplink's state.
     pub fn status(&self) -> Vec<LinkStatus> {
+        let total: u64 = self.links.iter().map(|l| l.bytes_last).sum();
         self.links
             .iter()
             .map(|l| LinkStatus {
@@ -184,6 +76,8 @@ impl Sender {
                 rescued: l.resent,
                 naks: l.naks,
                 deaths: l.deaths,
+                rate_kbps: l.bytes_last as f64 * 8.0 / 1000.0,
+                share_pct: if total == 0 { 0.0 } else { l.bytes_last as f64 * 100.0 / total as f64 },
             })
             .collect()
     }
@@ -203,6 +97,7 @@ impl Sender {
         let n = schedule(&self.links, urgent)?;
         let link = &mut self.links[n];
         link.sent += 1;
+        link.bytes_now += data.len() as u64;
         if let Packet::SrtData(seq) = packet {
             if link.flights.len() == FLIGHT_MAX {
                 link.flights.pop_front();
@@ -262,6 +157,12 @@ impl Sender {
 
     /// Time passing: registration, keepalives, dead uplinks and their rescue.
     pub fn on_tick(&mut self, now: Instant) -> Vec<Out> {
+        if now.saturating_duration_since(self.second_start) >= Duration::from_secs(1) {
+            self.second_start = now;
+            for l in &mut self.links {
+                l.bytes_last = std::mem::take(&mut l.bytes_now);
+            }
+        }
         let mut out = self.register(now);
         for n in 0..self.links.len() {
             let link = &mut self.links[n];
@@ -413,32 +314,6 @@ impl Sender {
     }
 }
 
-/// Whether sequence number `a` comes before `b` (31-bit, wrapping).
-fn seq_before(a: u32, b: u32) -> bool {
-    let d = b.wrapping_sub(a) & 0x7fff_ffff;
-    d != 0 && d < 0x4000_0000
-}
-
-/// The uplink for the next packet: among those up, srtla's score (window over packets in
-/// flight) weighed by how much longer the uplink's round trip is than the shortest's, so a
-/// link whose round trip swings to a second gets the stream only when the others are full; an
-/// urgent packet (a resend, SRT's control) goes over the shortest round trip. `None` while no
-/// uplink is up.
-pub fn schedule(links: &[Link], urgent: bool) -> Option<usize> {
-    let up = || links.iter().enumerate().filter(|(_, l)| l.state == LinkState::Up);
-    let rtt = |l: &Link| l.srtt.unwrap_or(Duration::from_millis(500)).as_secs_f64().max(0.001);
-    if urgent {
-        return up().min_by(|(_, a), (_, b)| rtt(a).total_cmp(&rtt(b))).map(|(i, _)| i);
-    }
-    let best = up().map(|(_, l)| rtt(l)).fold(f64::INFINITY, f64::min);
-    up().map(|(i, l)| {
-        let score = f64::from(l.window) / (l.flights.len() as f64 + 1.0);
-        (i, score * (best / rtt(l)).max(0.05))
-    })
-    .max_by(|a, b| a.1.total_cmp(&b.1))
-    .map(|(i, _)| i)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -523,6 +398,11 @@ mod tests {
                 }
             }
         }
+        s.on_tick(now + Duration::from_secs(1));
+        let st = s.status();
+        let shares: f64 = st.iter().map(|l| l.share_pct).sum();
+        assert!((shares - 100.0).abs() < 0.01, "{st:?}");
+        assert!((st[0].rate_kbps - f64::from(counts[0]) * 0.8).abs() < 0.01, "100-byte packets: {st:?}");
         let (a, b, slow) = (counts[0], counts[1], counts[2]);
         assert!(a.abs_diff(b) < 300, "{counts:?}");
         assert!(slow * 5 < a, "{counts:?}");
@@ -622,6 +502,7 @@ mod tests {
         };
         s.on_link(0, k, t0 + 142 * MS);
         assert_eq!(s.status()[0].rtt_ms, Some(42.0));
+        assert_eq!(s.status()[0].to_string(), "l0: up, RTT 42 ms, 0.0 Mbit/s, 0 %");
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct OutputStatus {
     pub latency: Option<crate::latency::LatencyChoice>,
     /// The link as measured now: what the next connection's latency will rest on.
     pub link: Option<crate::latency::LinkReading>,
+    /// A bonded output's uplinks (`bond=`): state, round trip, rate, share; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub uplinks: Vec<telebridge_bond::sender::LinkStatus>,
 }
 
 impl OutputStatus {
@@ -73,6 +76,7 @@ impl OutputStatus {
             kind,
             latency: None,
             link: None,
+            uplinks: Vec::new(),
         }
     }
 }

@@ -129,6 +129,10 @@ pub(crate) struct DecodeArgs {
     /// the round trip A -> B -> A with its own clock.
     #[arg(long)]
     pub(crate) loop_to: Option<String>,
+    /// Also take bonded senders (srtla's protocol: Telebridge's `bond=`, srtla_send) on this UDP
+    /// port (PORT or ADDRESS:PORT) and hand them to the input, which then listens.
+    #[arg(long, value_parser = parse_listen)]
+    pub(crate) bond_listen: Option<std::net::SocketAddr>,
     /// Print statistics once a second.
     #[arg(long, value_enum)]
     pub(crate) stats: Option<StatsFormat>,

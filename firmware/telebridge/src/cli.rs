@@ -350,5 +350,19 @@ fn decode(args: DecodeArgs) -> ExitCode {
         peer_name: None,
         preview: None,
     };
-    run_async(telebridge_appliance::run_decoder(options, shutdown_signal()), |summary| print_summary(json, &summary))
+    let bond = match args.bond_listen.map(|l| telebridge_appliance::roles::relay::start_bond(l, &options.input)) {
+        Some(Ok(b)) => Some(b),
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+        None => None,
+    };
+    let code = run_async(telebridge_appliance::run_decoder(options, shutdown_signal()), |summary| {
+        print_summary(json, &summary)
+    });
+    if let Some(b) = bond {
+        b.stop();
+    }
+    code
 }

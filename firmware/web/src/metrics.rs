@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use telebridge_appliance::state::State;
 use telebridge_appliance::{DaemonStatus, MediaSample};
+use telebridge_bond::sender::{LinkState, LinkStatus};
 use telebridge_srt::SrtStats;
 
 fn label(s: &str) -> String {
@@ -140,5 +141,45 @@ pub fn render(s: &DaemonStatus) -> String {
             o.val("telebridge_output_up", &format!("output=\"{}\"", label(l.name)), if l.up { 1.0 } else { 0.0 });
         }
     }
+    if let Some(m) = &s.media {
+        uplinks(&mut o, m.outputs());
+    }
     o.0
+}
+
+/// One uplink series: the metric, its type, how to read it, its help.
+type UplinkSeries = (&'static str, &'static str, fn(&LinkStatus) -> f64, &'static str);
+
+/// Each bonded output's uplinks, labelled by output and uplink (interface or address).
+fn uplinks(o: &mut Out, outputs: &[telebridge_srt::OutputStatus]) {
+    let bonded: Vec<&telebridge_srt::OutputStatus> = outputs.iter().filter(|x| !x.uplinks.is_empty()).collect();
+    if bonded.is_empty() {
+        return;
+    }
+    let series: [UplinkSeries; 6] = [
+        (
+            "telebridge_uplink_up",
+            "gauge",
+            |u| f64::from(u8::from(u.state == LinkState::Up)),
+            "1 while the uplink carries the stream",
+        ),
+        (
+            "telebridge_uplink_rtt_ms",
+            "gauge",
+            |u| u.rtt_ms.unwrap_or(f64::NAN),
+            "Round trip over the uplink (echoed keepalives)",
+        ),
+        ("telebridge_uplink_rate_kbps", "gauge", |u| u.rate_kbps, "What the uplink sent over the last second"),
+        ("telebridge_uplink_share_percent", "gauge", |u| u.share_pct, "The uplink's share of the bonded stream"),
+        ("telebridge_uplink_packets_sent_total", "counter", |u| u.sent as f64, "Packets sent over the uplink"),
+        ("telebridge_uplink_deaths_total", "counter", |u| u.deaths as f64, "Times the uplink was found dead"),
+    ];
+    for (metric, kind, value, help) in series {
+        o.head(metric, kind, help);
+        for out in &bonded {
+            for u in &out.uplinks {
+                o.val(metric, &format!("output=\"{}\",uplink=\"{}\"", label(&out.name), label(&u.name)), value(u));
+            }
+        }
+    }
 }

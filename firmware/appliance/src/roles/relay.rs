@@ -104,7 +104,7 @@ pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>
             cb(&RelaySample {
                 t: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
                 input: status.borrow().clone(),
-                outputs: outputs.iter().map(|o| o.status().borrow().clone()).collect(),
+                outputs: outputs.iter().map(|o| o.snapshot()).collect(),
                 bond: bond.as_ref().map(|b| b.status()).unwrap_or_default(),
             });
         }
@@ -120,7 +120,7 @@ pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>
         }
         input.stop();
         let input = status.borrow().clone();
-        let statuses = outputs.iter().map(|o| o.status().borrow().clone()).collect();
+        let statuses = outputs.iter().map(|o| o.snapshot()).collect();
         for o in outputs {
             if let Ok(o) = Arc::try_unwrap(o) {
                 o.stop();
@@ -132,8 +132,9 @@ pub async fn run_relay(options: RelayOptions, shutdown: impl Future<Output = ()>
     Ok(summary)
 }
 
-/// The bonding receiver in front of the relay's listening input.
-fn start_bond(listen: std::net::SocketAddr, input: &SrtUrl) -> Result<telebridge_bond::BondReceiver, AppError> {
+/// A bonding receiver in front of a listening SRT input (the relay's, the decoder's): bonded
+/// senders on `listen`, their SRT handed to the input on this machine.
+pub fn start_bond(listen: std::net::SocketAddr, input: &SrtUrl) -> Result<telebridge_bond::BondReceiver, AppError> {
     if input.mode != telebridge_config::SrtMode::Listener {
         return Err(AppError::BadInput(format!(
             "--bond-listen hands the bonded stream to the input, which must listen: --input srt://:PORT?mode=listener (not {})",

@@ -278,7 +278,7 @@ impl EncoderRun {
             t: (self.started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
             signal: self.watch.present(),
             encoder: self.meter.sample(&self.settings.encoder, &counters, interval),
-            outputs: self.outputs.iter().map(|(_, o, _)| o.status().borrow().clone()).collect(),
+            outputs: self.outputs.iter().map(|(_, o, _)| o.snapshot()).collect(),
             rate: self.rate.as_ref().map(|r| r.status().clone()),
         };
         if let Some(cb) = &self.on_sample {
@@ -318,7 +318,7 @@ impl EncoderRun {
         let counters = pipeline.counters();
         let mut encoder = EncoderMeter::default().sample(&self.settings.encoder, &counters, elapsed);
         encoder.frames_encoded = counters.frames_encoded.load(std::sync::atomic::Ordering::Relaxed);
-        let outputs = self.outputs.iter().map(|(_, o, _)| o.status().borrow().clone()).collect();
+        let outputs = self.outputs.iter().map(|(_, o, _)| o.snapshot()).collect();
         drop(pipeline);
         drop(self.fanout);
         for (_, o, _) in self.outputs {

@@ -1,0 +1,180 @@
+//! One uplink of a bond as the sender keeps it (srtla's window, its round trip, what it has in
+//! flight), its status, and the scheduler that picks an uplink for each packet (pure).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// srtla's window units: a packet is this many.
+pub(crate) const WINDOW_UNIT: i32 = 1000;
+pub(crate) const WINDOW_MIN: i32 = WINDOW_UNIT;
+pub(crate) const WINDOW_START: i32 = 20 * WINDOW_UNIT;
+pub(crate) const WINDOW_MAX: i32 = 60 * WINDOW_UNIT;
+pub(crate) const WINDOW_NAK: i32 = 100;
+pub(crate) const WINDOW_GROW: i32 = 30;
+/// Packets remembered per uplink for a rescue.
+pub(crate) const FLIGHT_MAX: usize = 512;
+/// Keepalives (and so round-trip samples) per uplink.
+pub const KEEPALIVE_EVERY: Duration = Duration::from_millis(100);
+/// The shortest silence that makes an uplink dead.
+pub const DEAD_FLOOR: Duration = Duration::from_millis(350);
+pub(crate) const DEAD_CEILING: Duration = Duration::from_secs(4);
+
+/// Where an uplink stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkState {
+    /// Not yet registered with the receiver.
+    Connecting,
+    /// Carrying the stream.
+    Up,
+    /// Silent for longer than its round trip explains; probed until it answers.
+    Dead,
+}
+
+#[derive(Debug)]
+pub(crate) struct Flight {
+    pub(crate) seq: u32,
+    pub(crate) data: Vec<u8>,
+}
+
+/// One uplink's view, as the scheduler sees it.
+#[derive(Debug)]
+pub struct Link {
+    /// Its name (interface or address).
+    pub name: String,
+    pub(crate) state: LinkState,
+    pub(crate) registered: bool,
+    pub(crate) last_rcvd: Option<Instant>,
+    pub(crate) last_keepalive: Option<Instant>,
+    pub(crate) last_reg: Option<Instant>,
+    pub(crate) window: i32,
+    pub(crate) flights: VecDeque<Flight>,
+    pub(crate) srtt: Option<Duration>,
+    pub(crate) rttvar: Duration,
+    pub(crate) sent: u64,
+    pub(crate) resent: u64,
+    pub(crate) naks: u64,
+    pub(crate) deaths: u64,
+    /// Bytes sent in the second under way, and in the last whole one.
+    pub(crate) bytes_now: u64,
+    pub(crate) bytes_last: u64,
+}
+
+impl Link {
+    pub(crate) fn new(name: String) -> Self {
+        Link {
+            name,
+            state: LinkState::Connecting,
+            registered: false,
+            last_rcvd: None,
+            last_keepalive: None,
+            last_reg: None,
+            window: WINDOW_START,
+            flights: VecDeque::new(),
+            srtt: None,
+            rttvar: Duration::ZERO,
+            sent: 0,
+            resent: 0,
+            naks: 0,
+            deaths: 0,
+            bytes_now: 0,
+            bytes_last: 0,
+        }
+    }
+
+    /// How long a silence this uplink's round trip explains.
+    pub fn dead_after(&self) -> Duration {
+        let rtt = self.srtt.map_or(Duration::ZERO, |s| 2 * s + 4 * self.rttvar);
+        rtt.clamp(DEAD_FLOOR, DEAD_CEILING)
+    }
+
+    pub(crate) fn rtt_sample(&mut self, sample: Duration) {
+        // RFC 6298's smoothing.
+        match self.srtt {
+            None => {
+                self.srtt = Some(sample);
+                self.rttvar = sample / 2;
+            }
+            Some(s) => {
+                let diff = s.abs_diff(sample);
+                self.rttvar = (self.rttvar * 3 + diff) / 4;
+                self.srtt = Some((s * 7 + sample) / 8);
+            }
+        }
+    }
+}
+
+/// One uplink, for status and metrics.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkStatus {
+    /// Interface or address.
+    pub name: String,
+    /// Its state.
+    pub state: LinkState,
+    /// Smoothed round trip, ms.
+    pub rtt_ms: Option<f64>,
+    /// Congestion window, packets.
+    pub window: f64,
+    /// Packets sent and not yet acknowledged.
+    pub in_flight: usize,
+    /// Packets sent over it.
+    pub sent: u64,
+    /// Packets sent over it again because another uplink died.
+    pub rescued: u64,
+    /// Its packets the receiver reported lost.
+    pub naks: u64,
+    /// Times it was found dead.
+    pub deaths: u64,
+    /// What it sent over the last second, kbit/s.
+    pub rate_kbps: f64,
+    /// Its share of what the bond sent over the last second, percent.
+    pub share_pct: f64,
+}
+
+impl std::fmt::Display for LinkStatus {
+    /// "wwan0: up, RTT 62 ms, 1.8 Mbit/s, 45 %" (or "dead, found so 2 times").
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.state {
+            LinkState::Connecting => "connecting",
+            LinkState::Up => "up",
+            LinkState::Dead => "dead",
+        };
+        write!(f, "{}: {state}", self.name)?;
+        if let Some(rtt) = self.rtt_ms {
+            write!(f, ", RTT {rtt:.0} ms")?;
+        }
+        write!(f, ", {:.1} Mbit/s, {:.0} %", self.rate_kbps / 1000.0, self.share_pct)?;
+        if self.deaths > 0 {
+            write!(f, " (dead {} times so far)", self.deaths)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether sequence number `a` comes before `b` (31-bit, wrapping).
+pub(crate) fn seq_before(a: u32, b: u32) -> bool {
+    let d = b.wrapping_sub(a) & 0x7fff_ffff;
+    d != 0 && d < 0x4000_0000
+}
+
+/// The uplink for the next packet: among those up, srtla's score (window over packets in
+/// flight) weighed by how much longer the uplink's round trip is than the shortest's, so a
+/// link whose round trip swings to a second gets the stream only when the others are full; an
+/// urgent packet (a resend, SRT's control) goes over the shortest round trip. `None` while no
+/// uplink is up.
+pub fn schedule(links: &[Link], urgent: bool) -> Option<usize> {
+    let up = || links.iter().enumerate().filter(|(_, l)| l.state == LinkState::Up);
+    let rtt = |l: &Link| l.srtt.unwrap_or(Duration::from_millis(500)).as_secs_f64().max(0.001);
+    if urgent {
+        return up().min_by(|(_, a), (_, b)| rtt(a).total_cmp(&rtt(b))).map(|(i, _)| i);
+    }
+    let best = up().map(|(_, l)| rtt(l)).fold(f64::INFINITY, f64::min);
+    up().map(|(i, l)| {
+        let score = f64::from(l.window) / (l.flights.len() as f64 + 1.0);
+        (i, score * (best / rtt(l)).max(0.05))
+    })
+    .max_by(|a, b| a.1.total_cmp(&b.1))
+    .map(|(i, _)| i)
+}
