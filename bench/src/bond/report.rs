@@ -67,6 +67,8 @@ pub struct Run {
     pub shares: Vec<(String, f64)>,
     /// What arrived each second: (s since the encoder started, kbit/s).
     pub arrived: Vec<(f64, f64)>,
+    /// How often per minute the uplink carrying most of a second's datagrams changed.
+    pub switches_per_min: f64,
 }
 
 impl Run {
@@ -142,7 +144,23 @@ pub fn figures(
             .map(|(i, u)| (u.name.to_string(), last.get(i).copied().unwrap_or(0) as f64 * 100.0 / all.max(1) as f64))
             .collect(),
         arrived,
+        switches_per_min: switches(offered) * 60.0 / seconds.max(1.0),
     }
+}
+
+/// Changes of the uplink offered the most datagrams, second by second.
+fn switches(offered: &[(f64, Vec<u64>)]) -> f64 {
+    let seconds: Vec<&(f64, Vec<u64>)> = offered.iter().step_by(10).collect();
+    let leaders: Vec<Option<usize>> = seconds
+        .windows(2)
+        .map(|w| {
+            let sent: Vec<u64> = w[1].1.iter().zip(&w[0].1).map(|(b, a)| b.saturating_sub(*a)).collect();
+            // A second with next to nothing sent has no leader.
+            (sent.iter().sum::<u64>() > 20).then(|| (0..sent.len()).max_by_key(|&i| sent[i])).flatten()
+        })
+        .collect();
+    let known: Vec<usize> = leaders.into_iter().flatten().collect();
+    known.windows(2).filter(|w| w[0] != w[1]).count() as f64
 }
 
 /// One plot per latency: the summed capacity and what arrived of each sender's stream.
@@ -198,7 +216,7 @@ pub fn row(r: &Run) -> String {
         .collect();
     let shares: Vec<String> = r.shares.iter().map(|(n, s)| format!("{n} {s:.0} %")).collect();
     format!(
-        "| {} | {} ms | {:.0} kbit/s (p10 {:.0}) | {:.0} % | {} | {:.1} | {} | {} |",
+        "| {} | {} ms | {:.0} kbit/s (p10 {:.0}) | {:.0} % | {} | {:.1} | {} | {} | {:.1} |",
         r.sender.name(),
         r.latency_ms,
         r.mean_kbps,
@@ -208,13 +226,14 @@ pub fn row(r: &Run) -> String {
         r.glitches_per_10min(),
         dead.join(", "),
         shares.join(", "),
+        r.switches_per_min,
     )
 }
 
 /// The Markdown table.
 pub fn table(runs: &[Run], ups: &[Uplink]) -> String {
     let mut s = String::from(
-        "| sender | SRT latency | bitrate arrived (p10) | of the summed capacity | frames lost for good | glitches / 10 min | kept sending into a dead uplink | share per uplink |\n|---|---|---|---|---|---|---|---|\n",
+        "| sender | SRT latency | bitrate arrived (p10) | of the summed capacity | frames lost for good | glitches / 10 min | kept sending into a dead uplink | share per uplink | leading uplink changes / min |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in runs {
         s.push_str(&row(r));
