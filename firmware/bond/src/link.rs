@@ -20,10 +20,6 @@ pub const KEEPALIVE_EVERY: Duration = Duration::from_millis(100);
 /// The shortest silence that makes an uplink dead.
 pub const DEAD_FLOOR: Duration = Duration::from_millis(350);
 pub(crate) const DEAD_CEILING: Duration = Duration::from_secs(4);
-/// How long an uplink's lowest round trip is remembered.
-const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
-/// A standing queue below this is jitter.
-const QUEUE_SLACK: Duration = Duration::from_millis(30);
 
 /// Where an uplink stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,12 +60,6 @@ pub struct Link {
     /// Bytes sent in the second under way, and in the last whole one.
     pub(crate) bytes_now: u64,
     pub(crate) bytes_last: u64,
-    /// The lowest round trip of the last 10 s (the uplink without a queue) and since when.
-    pub(crate) min_rtt: Option<(Duration, Instant)>,
-    /// A quickly smoothed round trip (half each sample): the queue's first sign.
-    pub(crate) fast_rtt: Option<Duration>,
-    /// The last cut of the window for a queue.
-    pub(crate) last_queue_cut: Option<Instant>,
 }
 
 impl Link {
@@ -91,9 +81,6 @@ impl Link {
             deaths: 0,
             bytes_now: 0,
             bytes_last: 0,
-            min_rtt: None,
-            fast_rtt: None,
-            last_queue_cut: None,
         }
     }
 
@@ -101,33 +88,6 @@ impl Link {
     pub fn dead_after(&self) -> Duration {
         let rtt = self.srtt.map_or(Duration::ZERO, |s| 2 * s + 4 * self.rttvar);
         rtt.clamp(DEAD_FLOOR, DEAD_CEILING)
-    }
-
-    /// A round-trip sample at `now`. Beside srtla's window, ours watches the uplink's own queue
-    /// (TCP Vegas' idea, per uplink): a round trip that stands well above the uplink's lowest
-    /// (by 30 ms, or half the lowest if more) means what is sent over it waits in a bottleneck,
-    /// a 4G fade, so its window comes down to 70 % of what it has in flight, at most once a
-    /// round trip, and the scheduler moves the stream to the other uplinks before the fade
-    /// shows in the whole connection's round trip (which the rate law would answer by cutting
-    /// the stream).
-    pub(crate) fn rtt_sample_at(&mut self, sample: Duration, now: Instant) {
-        self.rtt_sample(sample);
-        let min = match self.min_rtt {
-            Some((m, since)) if m <= sample && now.saturating_duration_since(since) < MIN_RTT_WINDOW => m,
-            _ => {
-                self.min_rtt = Some((sample, now));
-                sample
-            }
-        };
-        let fast = self.fast_rtt.map_or(sample, |f| (f + sample) / 2);
-        self.fast_rtt = Some(fast);
-        let standing = fast.saturating_sub(min);
-        let rested = self.last_queue_cut.is_none_or(|t| now.saturating_duration_since(t) >= fast);
-        if standing > QUEUE_SLACK.max(min / 2) && rested {
-            self.last_queue_cut = Some(now);
-            let in_flight = self.flights.len() as i32 * WINDOW_UNIT;
-            self.window = (self.window.min(in_flight) * 7 / 10).max(WINDOW_MIN);
-        }
     }
 
     pub(crate) fn rtt_sample(&mut self, sample: Duration) {
@@ -202,7 +162,8 @@ pub(crate) fn seq_before(a: u32, b: u32) -> bool {
 /// The uplink for the next packet: among those up, srtla's score (window over packets in
 /// flight) weighed by how much longer the uplink's round trip is than the shortest's, so a
 /// link whose round trip swings to a second gets the stream only when the others are full; an
-/// urgent packet (a resend) goes over the shortest round trip. `None` while no uplink is up.
+/// urgent packet (a resend, SRT's control) goes over the shortest round trip. `None` while no
+/// uplink is up.
 pub fn schedule(links: &[Link], urgent: bool) -> Option<usize> {
     let up = || links.iter().enumerate().filter(|(_, l)| l.state == LinkState::Up);
     let rtt = |l: &Link| l.srtt.unwrap_or(Duration::from_millis(500)).as_secs_f64().max(0.001);

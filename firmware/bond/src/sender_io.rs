@@ -160,8 +160,10 @@ fn local_loop(shared: &Shared) {
         match shared.local.recv_from(&mut buf) {
             Ok((n, from)) => {
                 *shared.srt_peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(from);
-                let links = shared.core().on_srt(&buf[..n]);
-                shared.carry_out(links.into_iter().map(|l| Out::Link(l, buf[..n].to_vec())).collect());
+                let link = shared.core().on_srt(&buf[..n]);
+                if let Some(link) = link {
+                    shared.carry_out(vec![Out::Link(link, buf[..n].to_vec())]);
+                }
             }
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
             Err(e) => tracing::debug!(error = %e, "local socket"),
