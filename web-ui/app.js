@@ -455,7 +455,7 @@ function renderOutputs(outputs) {
     const row = document.createElement('div');
     row.className = 'output-row';
     row.append(
-      field(`outputs[${i}].url`, `Output ${i + 1} URL`, 'srt://HOST:PORT, srt://:PORT?mode=listener, rtmp(s)://HOST/APP/KEY or file:/DIR/NAME.ts. Secrets show as ****; leave them to keep them.', 'text', o.url),
+      field(`outputs[${i}].url`, `Output ${i + 1} URL`, 'srt://HOST:PORT (add ?bond=eth0,wwan0 to spread it over several uplinks to a bonding receiver), srt://:PORT?mode=listener, rtmp(s)://HOST/APP/KEY or file:/DIR/NAME.ts. Secrets show as ****; leave them to keep them.', 'text', o.url),
       field(`outputs[${i}].name`, 'Name (optional)', 'Shown in the status and the logs.', 'text', o.name || ''),
     );
     const rm = document.createElement('button');
