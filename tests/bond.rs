@@ -31,6 +31,20 @@ fn relay_conns(dir: &Path) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Our encoder to `url` for 10 s into the decoder `dec` (behind the relay): at least 200 of the
+/// about 300 frames decoded; the decoder's summary and the relay's bonded connections.
+fn encode_ten_seconds(dir: &Path, url: &str, dec: &mut Proc) -> (serde_json::Value, Vec<(String, u64)>) {
+    let mut enc = encoder(dir, "encoder", &[url], &["--duration", "10s"]);
+    assert!(enc.wait_timeout(Duration::from_secs(25)).expect("encoder ends").success());
+    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
+    let d = decoder_summary(dir, "decoder");
+    let conns = relay_conns(dir);
+    eprintln!("decoder {d}\nconnections {conns:?}");
+    let frames = d["frames_decoded"].as_u64().unwrap_or(0);
+    assert!(frames >= 200, "decoded {frames} frames of about 300; see {}", dir.display());
+    (d, conns)
+}
+
 /// `telebridge relay --bond-listen BOND --input listener :IN --output caller :OUT`.
 fn bond_relay(dir: &Path, bond: &str, out: u16, latency: u32, prefix: &[&str]) -> Proc {
     let input = free_udp_port();
@@ -60,14 +74,7 @@ fn our_sender_through_our_receiver_into_our_decoder() {
     let _relay = bond_relay(&dir, &bond_port.to_string(), dec_port, 600, &[]);
     wait_udp_bound(bond_port, "the bonding receiver");
     let url = format!("srt://127.0.0.1:{bond_port}?bond=127.0.0.1,127.0.0.2,127.0.0.3&latency=600");
-    let mut enc = encoder(&dir, "encoder", &[&url], &["--duration", "10s"]);
-    assert!(enc.wait_timeout(Duration::from_secs(25)).expect("encoder ends").success());
-    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
-    let d = decoder_summary(&dir, "decoder");
-    let conns = relay_conns(&dir);
-    eprintln!("decoder {d}\nconnections {conns:?}");
-    let frames = d["frames_decoded"].as_u64().unwrap_or(0);
-    assert!(frames >= 200, "decoded {frames} frames of about 300; see {}", dir.display());
+    let (d, conns) = encode_ten_seconds(&dir, &url, &mut dec);
     // (A frame or two lost to a starved CI machine is not what this test is about; the
     // benchmark counts frames lost for good.)
     let missing = d["frames_missing"].as_u64().unwrap_or(u64::MAX);
@@ -145,14 +152,7 @@ fn srtla_send_through_our_receiver_into_our_decoder() {
     let _send = Proc::spawn(send, &dir, "srtla_send");
     wait_udp_bound(send_port, "srtla_send");
     let url = format!("srt://127.0.0.1:{send_port}?latency=600");
-    let mut enc = encoder(&dir, "encoder", &[&url], &["--duration", "10s"]);
-    assert!(enc.wait_timeout(Duration::from_secs(25)).expect("encoder ends").success());
-    assert!(dec.wait_timeout(Duration::from_secs(20)).expect("decoder ends").success());
-    let d = decoder_summary(&dir, "decoder");
-    let conns = relay_conns(&dir);
-    eprintln!("decoder {d}\nconnections {conns:?}");
-    let frames = d["frames_decoded"].as_u64().unwrap_or(0);
-    assert!(frames >= 200, "decoded {frames} frames of about 300; see {}", dir.display());
+    let (_, conns) = encode_ten_seconds(&dir, &url, &mut dec);
     assert_eq!(conns.len(), 3, "srtla_send's three connections: {conns:?}");
 }
 

@@ -179,6 +179,54 @@ fn law(mode: Mode) -> (Option<LawFactory>, Option<Duration>, &'static str) {
     }
 }
 
+/// The benchmarks' encoder, in this process (so belacoder's rule can drive it): the 720p30 test
+/// source, at most MAX_KBPS and at least MIN_KBPS of video.
+pub(crate) struct Encoder {
+    /// `fixed` (with a law of the bench's own, or none) or `adaptive` (ours).
+    pub bitrate_mode: &'static str,
+    /// Ours with the frame rate halved under its floor.
+    pub half_rate: bool,
+    /// A law of the bench's own (belacoder's) and its step.
+    pub rate_law: Option<LawFactory>,
+    pub rate_step: Option<Duration>,
+    /// How long.
+    pub seconds: f64,
+}
+
+impl Encoder {
+    /// Encodes to the SRT `url`, the law's steps in `rate_trace`; its one-second samples.
+    pub async fn run(self, url: String, rate_trace: PathBuf) -> anyhow::Result<Vec<StatsSample>> {
+        let mut config = telebridge_config::Config::default();
+        config.video.source = "test".into();
+        config.video.width = 1280;
+        config.video.height = 720;
+        config.video.bitrate_kbps = MAX_KBPS;
+        config.video.min_bitrate_kbps = MIN_KBPS;
+        config.video.frame_rate_step_down = self.half_rate;
+        config.video.bitrate_mode = self.bitrate_mode.into();
+        config.outputs = vec![telebridge_config::OutputConfig::new(url)];
+        let config = config.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let samples: Arc<Mutex<Vec<StatsSample>>> = Arc::default();
+        let s = samples.clone();
+        let options = RunOptions {
+            duration: Some(Duration::from_secs_f64(self.seconds)),
+            on_sample: Some(Arc::new(move |x: &StatsSample| {
+                s.lock().unwrap_or_else(|p| p.into_inner()).push(x.clone())
+            })),
+            rate_law: self.rate_law,
+            rate_step: self.rate_step,
+            // What the law saw and chose, step by step, for every run.
+            rate_trace: Some(rate_trace),
+            ..RunOptions::default()
+        };
+        telebridge_appliance::run_encoder(config, options, std::future::pending::<()>())
+            .await
+            .map_err(|e| anyhow::anyhow!("the encoder: {e}"))?;
+        let samples = samples.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(samples)
+    }
+}
+
 /// belacoder's rule as a law for our encoder, and its step (the bonding benchmark's baseline
 /// runs it too).
 pub(crate) fn belacoder_law() -> (LawFactory, Duration) {
@@ -224,43 +272,16 @@ async fn one(case: &Case, mode: Mode, out: &Path, repeat: Option<usize>) -> anyh
     let link_log =
         logs::spawn_link_log(relay.forward.clone(), case.trace.clone(), out.join(format!("{tag}-link.jsonl")));
 
-    let mut config = telebridge_config::Config::default();
-    config.video.source = "test".into();
-    config.video.width = 1280;
-    config.video.height = 720;
-    config.video.bitrate_kbps = MAX_KBPS;
-    config.video.min_bitrate_kbps = MIN_KBPS;
-    if mode == Mode::OursHalfRate {
-        config.video.frame_rate_step_down = true;
-    }
     let (rate_law, rate_step, bitrate_mode) = law(mode);
-    config.video.bitrate_mode = bitrate_mode.into();
-    config.outputs = vec![telebridge_config::OutputConfig::new(format!(
-        "srt://127.0.0.1:{}?latency={}",
-        relay.listen.port(),
-        case.latency_ms
-    ))];
-    let config = config.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let samples: Arc<Mutex<Vec<StatsSample>>> = Arc::default();
-    let s = samples.clone();
-    let options = RunOptions {
-        duration: Some(Duration::from_secs_f64(case.seconds)),
-        on_sample: Some(Arc::new(move |x: &StatsSample| s.lock().unwrap_or_else(|p| p.into_inner()).push(x.clone()))),
-        rate_law,
-        rate_step,
-        // What the law saw and chose, step by step, for every run.
-        rate_trace: Some(out.join(format!("{tag}-rate.jsonl"))),
-        ..RunOptions::default()
-    };
-    telebridge_appliance::run_encoder(config, options, std::future::pending::<()>())
-        .await
-        .map_err(|e| anyhow::anyhow!("the encoder: {e}"))?;
+    let url = format!("srt://127.0.0.1:{}?latency={}", relay.listen.port(), case.latency_ms);
+    let encoder =
+        Encoder { bitrate_mode, half_rate: mode == Mode::OursHalfRate, rate_law, rate_step, seconds: case.seconds };
+    let enc = encoder.run(url, out.join(format!("{tag}-rate.jsonl"))).await?;
     let status = tokio::task::spawn_blocking(move || decoder.wait()).await??;
     anyhow::ensure!(status.success(), "the decoder: {status}");
     link_log.abort();
     drop(relay);
 
-    let enc = samples.lock().unwrap_or_else(|p| p.into_inner()).clone();
     logs::write_encoder_log(&enc, out.join(format!("{tag}-encoder.jsonl")))?;
     let dec = crate::json_lines(&dec_out);
     let dec_rows: Vec<(f64, u64, u64)> = dec

@@ -13,19 +13,13 @@ mod report;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
 use linkemu::impairment::LinkEvent;
 use linkemu::{CapacityTrace, Impairment, LinkParams};
-use telebridge_appliance::RunOptions;
 
 pub use report::Run;
-
-/// The encoder's ceiling and floor, kbit/s (the same for both senders).
-const MAX_KBPS: u32 = 6000;
-const MIN_KBPS: u32 = 500;
 
 /// One uplink of the scenario.
 pub struct Uplink {
@@ -247,30 +241,10 @@ async fn one(sender: Sender, latency_ms: u32, seconds: f64, out: &Path, srtla: O
             (format!("srt://127.0.0.1:{local}?latency={latency_ms}"), Some(crate::abr::belacoder_law()))
         }
     };
-    let mut config = telebridge_config::Config::default();
-    config.video.source = "test".into();
-    config.video.width = 1280;
-    config.video.height = 720;
-    config.video.bitrate_kbps = MAX_KBPS;
-    config.video.min_bitrate_kbps = MIN_KBPS;
-    config.video.bitrate_mode = if law.is_some() { "fixed" } else { "adaptive" }.into();
-    config.outputs = vec![telebridge_config::OutputConfig::new(url)];
-    let config = config.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     let (rate_law, rate_step) = law.map_or((None, None), |(f, s)| (Some(f), Some(s)));
-    let samples: Arc<Mutex<Vec<telebridge_appliance::StatsSample>>> = Arc::default();
-    let s = samples.clone();
-    let options = RunOptions {
-        duration: Some(Duration::from_secs_f64(seconds)),
-        on_sample: Some(Arc::new(move |x| s.lock().unwrap_or_else(|p| p.into_inner()).push(x.clone()))),
-        rate_law,
-        rate_step,
-        // What the law saw and chose, step by step.
-        rate_trace: Some(out.join(format!("{tag}-rate.jsonl"))),
-        ..RunOptions::default()
-    };
-    telebridge_appliance::run_encoder(config, options, std::future::pending::<()>())
-        .await
-        .map_err(|e| anyhow::anyhow!("the encoder: {e}"))?;
+    let bitrate_mode = if rate_law.is_some() { "fixed" } else { "adaptive" };
+    let encoder = crate::abr::Encoder { bitrate_mode, half_rate: false, rate_law, rate_step, seconds };
+    encoder.run(url, out.join(format!("{tag}-rate.jsonl"))).await?;
     let status = tokio::task::spawn_blocking(move || decoder.wait()).await??;
     anyhow::ensure!(status.success(), "the decoder: {status}");
     let offered = offered.finish().await;
