@@ -316,8 +316,33 @@ function renderPairing(p) {
   clearTimeout(pairTimer);
   if (current === 'pair') pairTimer = setTimeout(loadPairing, 2000);
 }
+const PAIRING_WORDS = { open: 'showing a code', paired: 'paired', unpaired: 'not paired' };
+function renderNearby(d) {
+  const list = $('#nearby');
+  list.replaceChildren();
+  for (const b of d.boxes) {
+    const li = document.createElement('li');
+    const pick = document.createElement('button');
+    pick.type = 'button';
+    pick.textContent = `Pair with ${b.name}`;
+    pick.dataset.address = b.panel;
+    pick.addEventListener('click', () => {
+      const f = $('#pair-form');
+      f.address.value = b.panel;
+      f.code.focus();
+    });
+    const what = document.createElement('span');
+    what.className = 'what';
+    what.textContent = ` ${b.role}, ${PAIRING_WORDS[b.pairing] || b.pairing}, at ${b.panel}`;
+    li.append(pick, what);
+    list.append(li);
+  }
+  const none = d.boxes.length ? '' : 'No other box found on this network yet.';
+  $('#nearby-note').textContent = [none, d.note || ''].filter(Boolean).join(' ');
+}
 async function loadPairing() {
-  const r = await api('GET', '/api/pairing');
+  const [r, n] = await Promise.all([api('GET', '/api/pairing'), api('GET', '/api/discovered')]);
+  if (n.status === 200) renderNearby(n.data);
   if (r.status === 200) renderPairing(r.data);
 }
 $('#pair-open').addEventListener('click', async () => {
@@ -390,6 +415,7 @@ const FIELDS = [
   ['bridge.min_latency_ms', 'Least bridge latency (ms)', '20-8000: the least auto chooses.', 'number'],
   ['decoder.input', 'Decoder input', 'srt://:9000?mode=listener&latency=200 to wait for a caller.'],
   ['decoder.sink', 'Decoder output', 'auto, kms (HDMI), window, fake or file:PATH.'],
+  ['web.announce', 'Announce on the network', 'Other Telebridge boxes on this network list this box on their Pair page (mDNS: its name, role, whether it is paired, its panel port; nothing secret).', 'bool'],
   ['web.metrics_token', 'Metrics token', 'A bearer token for /metrics, 16+ characters; empty for none. Shown as **** once set.'],
 ];
 let loadedConfig = null;

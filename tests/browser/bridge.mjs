@@ -5,78 +5,18 @@
 // from the other. Screenshots go to $ARTIFACTS (default target/browser-artifacts).
 //
 //   TELEBRIDGE=target/debug/telebridge node tests/browser/bridge.mjs
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
+import { check, waitFor, startBox, openPanel, harness } from './lib.mjs';
 
-const bin = resolve(process.env.TELEBRIDGE || 'target/debug/telebridge');
-const artifacts = resolve(process.env.ARTIFACTS || 'target/browser-artifacts');
-mkdirSync(artifacts, { recursive: true });
-const children = [];
-const logs = {};
+const { bin, artifacts, children, logs } = harness();
 let failed = false;
 
-function check(cond, what) {
-  if (!cond) throw new Error(`failed: ${what}`);
-  console.log(`ok: ${what}`);
-}
-
-const freePort = (udp) => new Promise((res) => {
-  const s = createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-});
-
-async function waitFor(what, fn, ms = 15000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try { if (await fn()) return; } catch (_) { /* not yet */ }
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-// A box: its own directory and configuration, its panel's URL and its setup code.
-async function startBox(name) {
-  const dir = mkdtempSync(join(tmpdir(), `tb-${name}-`));
-  const http = await freePort();
-  const srt = await freePort();
-  const config = join(dir, 'telebridge.toml');
-  writeFileSync(config, `name = "${name}"\nrole = "bridge"\n[video]\nwidth = 640\nheight = 360\nfps = 25\nbitrate_kbps = 800\n[bridge]\nport = ${srt}\nport_mapping = false\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n`);
-  const c = spawn(bin, ['run', '--sim', '--http', `127.0.0.1:${http}`, '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
-  logs[name] = '';
-  c.stdout.on('data', (d) => { logs[name] += d; });
-  c.stderr.on('data', (d) => { logs[name] += d; });
-  children.push(c);
-  const base = `http://127.0.0.1:${http}`;
-  await waitFor(`${name} answers`, async () => (await fetch(`${base}/healthz`)).ok);
-  await waitFor(`${name}'s setup code file`, () => existsSync(join(dir, 'setup.txt')));
-  const code = readFileSync(join(dir, 'setup.txt'), 'utf8').trim().split(' ').pop();
-  return { name, base, http, code };
-}
-
-async function openPanel(browser, box) {
-  const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-  const page = await ctx.newPage();
-  page.shot = (what) => page.screenshot({ path: join(artifacts, `bridge-${box.name}-${what}.png`), fullPage: true });
-  await page.goto(box.base);
-  await page.waitForSelector('#page-setup:not([hidden])');
-  await page.fill('#setup-form [name=code]', box.code);
-  await page.fill('#setup-form [name=password]', 'panel password');
-  await page.click('#setup-form button');
-  await page.waitForSelector('#page-status:not([hidden])');
-  await page.click('nav a[data-page=pair]');
-  await page.waitForSelector('#pair-state:text("Not paired")');
-  return page;
-}
-
-const a = await startBox('studio-a');
-const b = await startBox('studio-b');
+const a = await startBox(bin, 'studio-a', { children, logs });
+const b = await startBox(bin, 'studio-b', { children, logs });
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
 try {
-  const pa = await openPanel(browser, a);
-  const pb = await openPanel(browser, b);
+  const pa = await openPanel(browser, a, artifacts, 'bridge');
+  const pb = await openPanel(browser, b, artifacts, 'bridge');
   check(true, 'both panels set up, on their Pair pages, not paired');
 
   // A shows a code.

@@ -290,11 +290,30 @@ pub fn nginx_rtmp(dir: &Path, port: u16, name: &str) -> Proc {
 /// The session cookie of each box (by port) a test has logged into.
 static SESSIONS: std::sync::Mutex<Vec<(u16, String)>> = std::sync::Mutex::new(Vec::new());
 
-/// One HTTP/1.1 request to the box's API on loopback, as a script would send it (the CSRF
-/// header, and the session cookie once [`first_login`] ran); returns the status and the body.
+/// Where the box whose panel is on a port is reached, when not on loopback (a box in a network
+/// namespace): see [`box_at`].
+static ADDRESSES: std::sync::Mutex<Vec<(u16, std::net::IpAddr)>> = std::sync::Mutex::new(Vec::new());
+
+/// The box whose panel listens on `port` is reached at `ip` (in a network namespace) by
+/// [`http`] and the helpers over it.
+pub fn box_at(port: u16, ip: std::net::IpAddr) {
+    let mut a = ADDRESSES.lock().unwrap_or_else(|p| p.into_inner());
+    a.retain(|(p, _)| *p != port);
+    a.push((port, ip));
+}
+
+/// One HTTP/1.1 request to the box's API (on loopback unless [`box_at`] said otherwise), as a
+/// script would send it (the CSRF header, and the session cookie once [`first_login`] ran);
+/// returns the status and the body.
 pub fn http(method: &str, port: u16, path: &str, body: Option<&str>) -> (u16, String) {
     use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return (0, String::new()) };
+    let ip = ADDRESSES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(p, _)| *p == port)
+        .map_or(std::net::IpAddr::from([127, 0, 0, 1]), |(_, ip)| *ip);
+    let Ok(mut s) = std::net::TcpStream::connect((ip, port)) else { return (0, String::new()) };
     let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
     let body = body.unwrap_or("");
     let cookie = SESSIONS
@@ -305,7 +324,7 @@ pub fn http(method: &str, port: u16, path: &str, body: Option<&str>) -> (u16, St
         .map(|(_, c)| format!("Cookie: {c}\r\n"))
         .unwrap_or_default();
     let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nX-Telebridge-Csrf: 1\r\n{cookie}Content-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {ip}:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nX-Telebridge-Csrf: 1\r\n{cookie}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     if s.write_all(req.as_bytes()).is_err() {

@@ -31,7 +31,9 @@ pub use secret::Secret;
 pub use source::{AudioCodec, AudioOut, AudioSource, BitrateMode, DecoderSink, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
 pub use uplink::{parse_uplinks, Uplink, UplinkError, MAX_UPLINKS};
-pub use valid::{BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig, GPIO_LEDS};
+pub use valid::{
+    is_box_name, BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig, GPIO_LEDS,
+};
 pub use validate::{FieldError, MeetToken, RelaySpec, ValidationErrors};
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].

@@ -246,6 +246,10 @@ pub struct WebConfig {
     pub metrics_token: String,
     /// Where the one-time setup code is written at first start (the boot partition).
     pub setup_code_file: String,
+    /// Whether the box announces itself on the local network by mDNS (`_telebridge._udp`:
+    /// its name, role, pairing state and panel port), so other boxes' Pair pages and
+    /// `telebridge discover` list it.
+    pub announce: bool,
 }
 
 impl Default for WebConfig {
@@ -256,6 +260,7 @@ impl Default for WebConfig {
             password_hash: String::new(),
             metrics_token: String::new(),
             setup_code_file: "/boot/firmware/telebridge-setup.txt".to_string(),
+            announce: true,
         }
     }
 }
@@ -268,6 +273,7 @@ impl fmt::Debug for WebConfig {
             .field("password_hash", &if self.password_hash.is_empty() { "" } else { "****" })
             .field("metrics_token", &if self.metrics_token.is_empty() { "" } else { "****" })
             .field("setup_code_file", &self.setup_code_file)
+            .field("announce", &self.announce)
             .finish()
     }
 }

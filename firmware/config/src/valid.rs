@@ -42,6 +42,31 @@ pub enum Role {
     Bridge,
 }
 
+impl Role {
+    /// Every role, in the order the panel offers them.
+    pub const ALL: [Role; 3] = [Role::Encoder, Role::Decoder, Role::Bridge];
+
+    /// The role's name in the configuration file (`encoder`, `decoder`, `bridge`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Encoder => "encoder",
+            Role::Decoder => "decoder",
+            Role::Bridge => "bridge",
+        }
+    }
+
+    /// The role named `name`, if it is one.
+    pub fn from_name(name: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
+
+/// Whether `name` is a box name: 1-63 letters, digits, `-` and `_` (a DNS label's length; safe
+/// on the slate, in logs, on the network).
+pub fn is_box_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 63 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// Which GPIO the daemon drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpioBackend {

@@ -77,10 +77,7 @@ impl Config {
     /// Checks every field; returns all problems at once, or the typed configuration.
     pub fn validate(&self) -> Result<ValidConfig, ValidationErrors> {
         let mut p = Problems::default();
-        let name_ok = !self.name.is_empty()
-            && self.name.len() <= 63
-            && self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !name_ok {
+        if !crate::is_box_name(&self.name) {
             p.add("name", format!("{:?} must be 1-63 characters of letters, digits, '-' and '_'", self.name));
         }
         let video = self.check_video(&mut p);
@@ -244,15 +241,11 @@ impl Config {
     }
 
     fn check_role(&self, p: &mut Problems) -> Option<Role> {
-        match self.role.as_str() {
-            "encoder" => Some(Role::Encoder),
-            "decoder" => Some(Role::Decoder),
-            "bridge" => Some(Role::Bridge),
-            other => {
-                p.add("role", format!("{other:?} is not one of encoder, decoder, bridge"));
-                None
-            }
+        let role = Role::from_name(&self.role);
+        if role.is_none() {
+            p.add("role", format!("{:?} is not one of encoder, decoder, bridge", self.role));
         }
+        role
     }
 
     fn check_decoder(&self, p: &mut Problems) -> Option<(SrtUrl, DecoderSink, AudioOut)> {

@@ -36,6 +36,9 @@ pub(crate) enum Command {
     /// Our encoder into our decoder on this machine (optionally through an emulated link): a
     /// table of configured SRT latency against measured glass-to-glass latency.
     Measure(MeasureArgs),
+    /// List the Telebridge boxes on the local network (mDNS, _telebridge._udp): name, role,
+    /// pairing state and the panel's address to open or pair with.
+    Discover(DiscoverArgs),
     /// Check or print the configuration file.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -49,6 +52,19 @@ pub(crate) enum Command {
     /// package installs it as telebridge(1)).
     #[command(hide = true)]
     Man,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DiscoverArgs {
+    /// How long to listen for answers (e.g. 3s, 500ms; at most 60s).
+    #[arg(long, default_value = "3s", value_parser = crate::duration::parse)]
+    pub wait: std::time::Duration,
+    /// Ask on the interface that holds this address only (default: every one but loopback).
+    #[arg(long)]
+    pub on: Option<std::net::IpAddr>,
+    /// One JSON object per box instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -37,6 +37,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Bridge(args) => bridge(*args),
         Command::Measure(args) => measure(args),
         Command::Relay(args) => crate::relay_cmd::relay(args),
+        Command::Discover(args) => crate::discover_cmd::discover(args),
         Command::Run(args) => crate::run::run(args.into()),
     }
 }

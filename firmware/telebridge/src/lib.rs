@@ -4,6 +4,7 @@
 
 mod args;
 mod cli;
+mod discover_cmd;
 mod duration;
 mod exit;
 mod flags;

@@ -129,6 +129,7 @@ pub fn run(req: RunRequest) -> ExitCode {
             Err(e) => return bad_input(e),
         };
         let heartbeat = handle.heartbeat.clone();
+        let path_for_id = path.clone();
         let store = std::sync::Arc::new(telebridge_appliance::ConfigStore::new(
             path,
             file,
@@ -136,7 +137,9 @@ pub fn run(req: RunRequest) -> ExitCode {
             handle.commands.clone(),
         ));
         reload_on_sighup(store.clone());
-        let state = telebridge_web::AppState::with_pairing(handle, store, pairing);
+        let seed = telebridge_web::Nearby::seed(path_for_id.as_deref());
+        let nearby = std::sync::Arc::new(telebridge_web::Nearby::start(listen, &seed));
+        let state = telebridge_web::AppState::with_pairing(handle, store, pairing, nearby.clone());
         if let Some(l) = pair_listener {
             // Pairing alone, on a port of its own (to forward from the internet instead of the panel's).
             info!(address = %l.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "serving pairing alone");
@@ -151,6 +154,8 @@ pub fn run(req: RunRequest) -> ExitCode {
         println!("panel: http://{listen}/");
         tell_systemd(heartbeat);
         let _ = daemon_task.await;
+        // A goodbye on the network, so the other boxes' lists drop this one at once.
+        let _ = tokio::task::spawn_blocking(move || nearby.stop()).await;
         match web.await {
             Ok(Err(e)) => {
                 error!(error = %e, "the panel's server failed");

@@ -17,6 +17,7 @@ mod error;
 mod helper;
 mod live;
 mod middleware;
+pub mod nearby;
 pub mod pair_client;
 pub mod pairing;
 mod panel;
@@ -36,6 +37,7 @@ use crate::auth::Auth;
 pub use crate::daemon::Daemon;
 pub use crate::error::ApiError;
 use crate::history::History;
+pub use crate::nearby::Nearby;
 pub use crate::pairing::Pairing;
 pub use crate::panel::{panel_size, OPENAPI};
 pub use server::serve;
@@ -55,6 +57,8 @@ pub struct AppState {
     pub history: Arc<History>,
     /// The pairing with another box.
     pub pairing: Arc<Pairing>,
+    /// The boxes on the local network, and this box's announcement.
+    pub nearby: Arc<Nearby>,
 }
 
 impl AppState {
@@ -64,11 +68,17 @@ impl AppState {
     pub fn new(daemon: impl Daemon, store: Arc<ConfigStore>) -> Self {
         let file = store.file();
         let pairing = Pairing::load(&file.name, store.path().map(pairing_path));
-        Self::with_pairing(daemon, store, Arc::new(pairing))
+        Self::with_pairing(daemon, store, Arc::new(pairing), Arc::new(Nearby::off("not started")))
     }
 
-    /// As [`AppState::new`], with the pairing already read (the daemon started with its link).
-    pub fn with_pairing(daemon: impl Daemon, store: Arc<ConfigStore>, pairing: Arc<Pairing>) -> Self {
+    /// As [`AppState::new`], with the pairing already read (the daemon started with its link)
+    /// and discovery started.
+    pub fn with_pairing(
+        daemon: impl Daemon,
+        store: Arc<ConfigStore>,
+        pairing: Arc<Pairing>,
+        nearby: Arc<Nearby>,
+    ) -> Self {
         let daemon: Arc<dyn Daemon> = Arc::new(daemon);
         let file = store.file();
         let code = file.web.password_hash.is_empty().then(auth::new_setup_code);
@@ -91,8 +101,10 @@ impl AppState {
             checker: auth::Checker::start(),
             history: Arc::new(History::default()),
             pairing,
+            nearby,
         };
         state.spawn_history();
+        nearby::spawn_keeper(&state);
         pairing::spawn_listener(&state);
         pairing::spawn_mapping_keeper(&state);
         pairing::spawn_screen_keeper(&state);
@@ -150,6 +162,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/pairing", get(pairing::get_pairing).delete(pairing::unpair))
         .route("/api/pairing/open", post(pairing::open))
         .route("/api/pairing/join", post(pairing::join))
+        .route("/api/discovered", get(nearby::discovered))
         .route_layer(mw::from_fn_with_state(state.clone(), middleware::require_session));
     let mut r = open.merge(protected);
     if state.daemon.sim().is_some() {

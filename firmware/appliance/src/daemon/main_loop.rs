@@ -12,7 +12,7 @@ use tracing::{error, info, warn};
 
 use super::media::{apply, start_media, Media, MediaEvent, MediaShared};
 use super::screen::Screen;
-use super::status::{alerts, input_info, role_name, unix_ms};
+use super::status::{alerts, input_info, unix_ms};
 use super::{DaemonCommand, DaemonStatus};
 use crate::changes;
 use crate::sample::MediaSample;
@@ -135,7 +135,7 @@ impl MainLoop {
         let last = self.last_sample.as_ref();
         self.status_tx.send_replace(DaemonStatus {
             name: config.name.clone(),
-            role: role_name(config.role),
+            role: config.role.name(),
             since_unix_ms: unix_ms().saturating_sub(now.saturating_sub(machine.since_ms)),
             led_patterns: leds,
             tally: self.tally.status(now),

@@ -28,7 +28,7 @@ use main_loop::MainLoop;
 pub use media::simulate;
 use media::MediaShared;
 use screen::Screen;
-use status::{input_info, role_name, unix_ms};
+use status::{input_info, unix_ms};
 pub use status::{DaemonStatus, InputInfo};
 
 /// Turns the file's configuration into the running one (`--sim` and the command line's flags);
@@ -120,7 +120,7 @@ pub fn start(
     let patterns = Arc::new(Mutex::new(leds));
     let status = DaemonStatus {
         name: options.config.name.clone(),
-        role: role_name(options.config.role),
+        role: options.config.role.name(),
         machine: machine.clone(),
         since_unix_ms: unix_ms(),
         led_patterns: leds,

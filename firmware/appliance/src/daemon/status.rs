@@ -91,11 +91,3 @@ pub(super) fn alerts(machine: &Machine, media: Option<&MediaSample>, pending: &[
 pub(super) fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
-
-pub(super) fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Encoder => "encoder",
-        Role::Decoder => "decoder",
-        Role::Bridge => "bridge",
-    }
-}

@@ -15,6 +15,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
 use telebridge_appliance::DaemonCommand;
+use telebridge_discovery::PairingState;
 use telebridge_pairing::store::{StoredSide, Via};
 use telebridge_pairing::{link_route, link_url, PairRecord, PairingCode, PeerRoute, Reach, Shower};
 use tracing::{info, warn};
@@ -192,6 +193,18 @@ impl Pairing {
             None => None,
         };
         PairingView { code, paired, last: inner.last.clone(), reach }
+    }
+
+    /// Where this box stands on pairing, as it announces it on the network.
+    pub fn announced_state(&self) -> PairingState {
+        let inner = self.lock();
+        if inner.shower.code(Instant::now()).is_some() {
+            PairingState::Open
+        } else if inner.record.is_some() {
+            PairingState::Paired
+        } else {
+            PairingState::Unpaired
+        }
     }
 
     /// Keeps `record` (stored first, so a pairing the box could not keep is not announced).

@@ -1,0 +1,152 @@
+//! The thin part: mdns-sd's thread announcing this box and browsing for the others, feeding
+//! [`Neighbours`].
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use mdns_sd::{IfKind, ServiceDaemon, ServiceEvent, ServiceInfo};
+use tracing::{debug, info, warn};
+
+use crate::announce::{Announcement, BoxId};
+use crate::found::{Found, Record};
+use crate::neighbours::Neighbours;
+use crate::SERVICE_TYPE;
+
+/// How long a goodbye may take when the box stops announcing.
+const GOODBYE: Duration = Duration::from_millis(500);
+
+/// mDNS could not be started or told something.
+#[derive(Debug, thiserror::Error)]
+#[error("mDNS: {what}: {detail}")]
+pub struct DiscoveryError {
+    what: &'static str,
+    detail: String,
+}
+
+fn err(what: &'static str) -> impl FnOnce(mdns_sd::Error) -> DiscoveryError {
+    move |e| DiscoveryError { what, detail: e.to_string() }
+}
+
+/// This box on the network: what it announces, and the boxes it has found.
+pub struct Discovery {
+    daemon: ServiceDaemon,
+    neighbours: Arc<Mutex<Neighbours>>,
+    /// What is announced now, and under which full name.
+    announced: Mutex<Option<(Announcement, Option<IpAddr>, String)>>,
+}
+
+impl std::fmt::Debug for Discovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Discovery")
+            .field("announced", &lock(&self.announced).as_ref().map(|a| &a.2))
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Discovery {
+    /// Starts browsing for boxes (never listing `me`) on the interface that holds `on`, or on
+    /// every interface but loopback (`None`); nothing is announced until
+    /// [`Discovery::announce`].
+    pub fn start(me: Option<BoxId>, on: Option<IpAddr>) -> Result<Self, DiscoveryError> {
+        let daemon = ServiceDaemon::new().map_err(err("cannot start the responder"))?;
+        match on {
+            Some(ip) => {
+                daemon.disable_interface(IfKind::All).map_err(err("cannot choose the interface"))?;
+                daemon.enable_interface(IfKind::Addr(ip)).map_err(err("cannot choose the interface"))?;
+            }
+            None => daemon
+                .disable_interface(vec![IfKind::LoopbackV4, IfKind::LoopbackV6])
+                .map_err(err("cannot leave loopback out"))?,
+        }
+        let events = daemon.browse(SERVICE_TYPE).map_err(err("cannot browse"))?;
+        let neighbours = Arc::new(Mutex::new(Neighbours::new(me)));
+        let list = neighbours.clone();
+        std::thread::Builder::new()
+            .name("discovery".into())
+            .spawn(move || {
+                // Ends when the responder stops (the channel closes).
+                while let Ok(event) = events.recv() {
+                    match event {
+                        ServiceEvent::ServiceResolved(r) => {
+                            let record = Record {
+                                fullname: r.fullname.clone(),
+                                port: r.port,
+                                addresses: r.addresses.iter().map(|a| a.to_ip_addr()).collect(),
+                                txt: r.txt_properties.iter().map(|p| (p.key().to_string(), p.val_str().to_string())).collect(),
+                            };
+                            if let Err(e) = lock(&list).resolved(&record, Instant::now()) {
+                                debug!(instance = %record.fullname.chars().take(80).collect::<String>(), reason = %e, "not listed");
+                            }
+                        }
+                        ServiceEvent::ServiceRemoved(_, fullname) => lock(&list).removed(&fullname),
+                        _ => {}
+                    }
+                }
+            })
+            .map_err(|e| DiscoveryError { what: "cannot start the browsing thread", detail: e.to_string() })?;
+        Ok(Self { daemon, neighbours, announced: Mutex::new(None) })
+    }
+
+    /// Announces `what` on `address` (`None`: every address of every interface, following
+    /// their changes), or stops announcing (`what` `None`, a goodbye). Does nothing when it is
+    /// already what is announced.
+    pub fn announce(&self, what: Option<&Announcement>, address: Option<IpAddr>) -> Result<(), DiscoveryError> {
+        let mut announced = lock(&self.announced);
+        let now = announced.as_ref().map(|(a, ip, _)| (a, *ip));
+        if now == what.map(|a| (a, address)) {
+            return Ok(());
+        }
+        if let Some((_, _, fullname)) = announced.take() {
+            self.goodbye(&fullname);
+        }
+        let Some(a) = what else { return Ok(()) };
+        let txt = a.txt();
+        let info = match address {
+            Some(ip) => ServiceInfo::new(SERVICE_TYPE, &a.instance(), &a.host(), ip, a.panel_port, &txt[..]),
+            None => ServiceInfo::new(SERVICE_TYPE, &a.instance(), &a.host(), (), a.panel_port, &txt[..])
+                .map(ServiceInfo::enable_addr_auto),
+        }
+        .map_err(err("cannot describe this box"))?;
+        let fullname = info.get_fullname().to_string();
+        self.daemon.register(info).map_err(err("cannot announce this box"))?;
+        info!(instance = %fullname, role = a.role.name(), pairing = a.pairing.name(), port = a.panel_port, "announced on the local network");
+        *announced = Some((a.clone(), address, fullname));
+        Ok(())
+    }
+
+    fn goodbye(&self, fullname: &str) {
+        match self.daemon.unregister(fullname) {
+            Ok(done) => {
+                let _ = done.recv_timeout(GOODBYE);
+            }
+            Err(e) => warn!(error = %e, "mDNS: cannot say goodbye"),
+        }
+    }
+
+    /// The boxes found, by name.
+    pub fn list(&self) -> Vec<Found> {
+        lock(&self.neighbours).list()
+    }
+}
+
+impl Drop for Discovery {
+    fn drop(&mut self) {
+        if let Some((_, _, fullname)) = lock(&self.announced).take() {
+            self.goodbye(&fullname);
+        }
+        let _ = self.daemon.shutdown();
+    }
+}
+
+/// Browses for `wait` (on the interface holding `on`, or every one but loopback) and returns
+/// the boxes found (`telebridge discover`).
+pub fn browse_for(wait: Duration, on: Option<IpAddr>) -> Result<Vec<Found>, DiscoveryError> {
+    let d = Discovery::start(None, on)?;
+    std::thread::sleep(wait);
+    Ok(d.list())
+}
