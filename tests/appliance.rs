@@ -374,3 +374,67 @@ fn reload_restarts_only_the_changed_output_and_a_bad_file_changes_nothing() {
 fn probe_frames(url: &str) -> bool {
     ffprobe_streams(url).iter().any(|s| s.codec == "h264")
 }
+
+/// The top-left pixel (RGB) of each frame of `video`.
+fn corner_pixels(video: &Path) -> Vec<[u8; 3]> {
+    let out = Command::new("ffmpeg")
+        .args(["-nostdin", "-loglevel", "error", "-i"])
+        .arg(video)
+        .args(["-vf", "crop=8:8:0:0,scale=1:1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        .output()
+        .unwrap();
+    out.stdout.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect()
+}
+
+/// Issue 39: the tally input (a vision mixer's contact on a GPIO pin) puts the box on air: the
+/// tally LED lights, the status says why, and the HDMI slate is framed in red until the contact
+/// opens.
+#[test]
+fn the_tally_input_lights_the_tally_and_frames_the_slate_in_red() {
+    let _guard = serial();
+    let dir = scratch("appliance-tally-in");
+    let (srt_port, http_port) = (free_udp_port(), free_tcp_port());
+    let shown = dir.join("shown.mkv");
+    let config = dir.join("telebridge.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "role = \"decoder\"\nstart_live = true\n[decoder]\ninput = \"srt://:{srt_port}?mode=listener\"\nsink = \"file:{}\"\n",
+            shown.display()
+        ),
+    )
+    .unwrap();
+    let mut b = run_sim(&dir, "box", http_port, &["--config", config.to_str().unwrap()], &[]);
+    let lit = || get_json(http_port, "/api/sim/gpio")["leds"]["tally"] == true;
+    let showing_slate = wait_for(Duration::from_secs(15), || std::fs::metadata(&shown).is_ok_and(|m| m.len() > 0));
+    assert!(showing_slate.is_some(), "the decoder shows no slate");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!lit(), "the tally is out before the contact closes");
+
+    let (code, body) = http("POST", http_port, "/api/sim/tally-in", Some(r#"{"on_air": true}"#));
+    assert_eq!(code, 200, "{body}");
+    let closed = Instant::now();
+    let on = wait_for(Duration::from_secs(5), lit).map(|_| closed.elapsed());
+    eprintln!("tally lit {on:?} after the mixer's contact closed");
+    assert!(on.is_some_and(|t| t <= Duration::from_millis(500)), "the tally input lit the LED after {on:?}");
+    let tally = get_json(http_port, "/api/status")["tally"].clone();
+    assert_eq!(tally, serde_json::json!({"on_air": true, "cue": false, "wired": true, "far_live": false}));
+    std::thread::sleep(Duration::from_secs(3));
+    let (code, body) = http("POST", http_port, "/api/sim/tally-in", Some(r#"{"on_air": false}"#));
+    assert_eq!(code, 200, "{body}");
+    assert!(wait_for(Duration::from_secs(5), || !lit()).is_some(), "the tally stayed on with the contact open");
+    std::thread::sleep(Duration::from_secs(2));
+    b.signal("TERM");
+    assert!(b.wait_timeout(Duration::from_secs(15)).is_some_and(|s| s.success()), "the box did not stop cleanly");
+
+    // The slate as recorded: dark blue, then framed in red while on air, then dark blue again.
+    let red = |p: &[u8; 3]| p[0] > 150 && p[1] < 90 && p[2] < 90;
+    let corners = corner_pixels(&shown);
+    let first_red = corners.iter().position(red);
+    let last_red = corners.iter().rposition(red);
+    assert!(first_red.is_some_and(|i| i > 0), "no red frame, or red from the start: {corners:?}");
+    let (first, last) = (first_red.unwrap(), last_red.unwrap());
+    assert!(last + 1 < corners.len(), "still red at the end: {corners:?}");
+    assert!(corners[first..=last].iter().filter(|p| red(p)).count() >= 10, "too few red frames: {corners:?}");
+    assert!(!red(&corners[0]) && !red(&corners[corners.len() - 1]), "{corners:?}");
+}

@@ -173,6 +173,12 @@ const LED_NAMES = ['power', 'link', 'live', 'error', 'tally'];
 const LED_COLOURS = ['#2563eb', '#16a34a', '#dc2626', '#f59e0b', '#b91c1c'];
 let lastStatus = null;
 
+function renderTally(t) {
+  const why = [t && t.cue && 'the control room', t && t.wired && "the mixer's tally input", t && t.far_live && 'the paired box is live'].filter(Boolean);
+  $('#tally').hidden = !(t && t.on_air);
+  $('#tally').textContent = `On air: ${why.join(', ')}`;
+}
+
 function renderStatus(s) {
   lastStatus = s;
   $('#box-name').textContent = s.name;
@@ -192,6 +198,7 @@ function renderStatus(s) {
   b.textContent = running ? 'Stop' : 'Go live';
   b.className = `big ${running ? 'stop' : 'go'}`;
   renderLeds(s.led_patterns);
+  renderTally(s.tally);
   const m = s.media || {};
   const list = $('#outputs-list');
   list.textContent = '';
@@ -386,6 +393,7 @@ function startEvents() {
       lastStatus.led_patterns = d.leds;
       lastStatus.alerts = d.alerts;
       lastStatus.input = d.input;
+      lastStatus.tally = d.tally;
       renderStatus(lastStatus);
     }
     appendSample(d);

@@ -344,13 +344,18 @@ pub struct GpioConfig {
     pub led_live: i32,
     /// Error LED: fast blink when the box needs attention.
     pub led_error: i32,
-    /// Tally LED (red): on while this box's picture is on air, as the API or the paired box
-    /// says.
+    /// Tally LED (red): on while this box's picture is on air, as the API, the tally input or
+    /// the paired box says.
     pub led_tally: i32,
     /// The go-live button.
     pub button: i32,
     /// The button pulls the pin to ground when pressed (wire it to GND, with a pull-up).
     pub button_active_low: bool,
+    /// A tally input from a vision mixer's tally output (a contact or open collector per
+    /// camera): while it is active this box's picture is on air. -1 = not wired.
+    pub tally_in: i32,
+    /// The tally input is active low (the mixer's contact pulls the pin to ground; a pull-up).
+    pub tally_in_active_low: bool,
 }
 
 impl Default for GpioConfig {
@@ -365,6 +370,8 @@ impl Default for GpioConfig {
             led_tally: -1,
             button: 26,
             button_active_low: true,
+            tally_in: -1,
+            tally_in_active_low: true,
         }
     }
 }

@@ -96,6 +96,10 @@ pub struct GpioPins {
     pub button: Option<u32>,
     /// Pressed = low.
     pub button_active_low: bool,
+    /// The tally input from a vision mixer.
+    pub tally_in: Option<u32>,
+    /// Active = low.
+    pub tally_in_active_low: bool,
 }
 
 /// A configuration that passed [`Config::validate`]: typed, checked, ready to apply.

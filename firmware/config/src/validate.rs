@@ -351,6 +351,7 @@ impl Config {
             ("gpio.led_error", g.led_error),
             ("gpio.led_tally", g.led_tally),
             ("gpio.button", g.button),
+            ("gpio.tally_in", g.tally_in),
         ] {
             let pin = match value {
                 -1 => None,
@@ -373,6 +374,8 @@ impl Config {
             leds: [pins[0].1, pins[1].1, pins[2].1, pins[3].1, pins[4].1],
             button: pins[5].1,
             button_active_low: g.button_active_low,
+            tally_in: pins[6].1,
+            tally_in_active_low: g.tally_in_active_low,
         })
     }
 }

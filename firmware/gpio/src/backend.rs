@@ -8,7 +8,7 @@ use embedded_hal::digital::{ErrorType, InputPin, OutputPin};
 use serde::Serialize;
 use telebridge_config::{GpioBackend, GpioPins};
 
-use crate::{ButtonEvent, LedPattern, Panel, LEDS};
+use crate::{Inputs, LedPattern, Panel, LEDS};
 
 /// Why the GPIO could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -36,13 +36,16 @@ pub enum GpioError {
     NotLinux,
 }
 
-/// The simulated board's state: what the LEDs show and whether the button is down.
+/// The simulated board's state: what the LEDs show, whether the button is down and whether the
+/// tally input is active.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct SimState {
     /// power, link, live, error, tally.
     pub leds: [bool; LEDS],
     /// The button is held down.
     pub button_pressed: bool,
+    /// The vision mixer's tally contact is closed (this box on air).
+    pub tally_in: bool,
 }
 
 /// A simulated board shared between the pins and the API.
@@ -59,6 +62,11 @@ impl SimBoard {
     pub fn set_button(&self, pressed: bool) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).button_pressed = pressed;
     }
+
+    /// Closes the mixer's tally contact (`true`) or opens it.
+    pub fn set_tally_in(&self, on_air: bool) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).tally_in = on_air;
+    }
 }
 
 /// A simulated LED.
@@ -68,10 +76,22 @@ pub struct SimLed {
     index: usize,
 }
 
-/// A simulated button: high while pressed.
+/// A simulated input: the button (high while pressed) or the tally input (high while on air).
 #[derive(Debug)]
 pub struct SimButton {
     board: SimBoard,
+    tally: bool,
+}
+
+impl SimButton {
+    fn high(&self) -> bool {
+        let s = self.board.state();
+        if self.tally {
+            s.tally_in
+        } else {
+            s.button_pressed
+        }
+    }
 }
 
 impl ErrorType for SimLed {
@@ -96,11 +116,11 @@ impl ErrorType for SimButton {
 
 impl InputPin for SimButton {
     fn is_high(&mut self) -> Result<bool, Self::Error> {
-        Ok(self.board.state().button_pressed)
+        Ok(self.high())
     }
 
     fn is_low(&mut self) -> Result<bool, Self::Error> {
-        Ok(!self.board.state().button_pressed)
+        Ok(!self.high())
     }
 }
 
@@ -113,7 +133,7 @@ pub enum Board {
     #[cfg(target_os = "linux")]
     Pi(Box<Panel<PiPin, PiPin>>),
     /// Simulated.
-    Sim(Panel<SimLed, SimButton>, SimBoard),
+    Sim(Box<Panel<SimLed, SimButton>>, SimBoard),
     /// Nothing fitted.
     None,
 }
@@ -133,7 +153,9 @@ impl Board {
             GpioBackend::Sim => {
                 let board = SimBoard::default();
                 let leds = std::array::from_fn(|index| Some(SimLed { board: board.clone(), index }));
-                Ok(Board::Sim(Panel::new(leds, Some(SimButton { board: board.clone() }), false), board))
+                let button = SimButton { board: board.clone(), tally: false };
+                let tally = SimButton { board: board.clone(), tally: true };
+                Ok(Board::Sim(Box::new(Panel::new(leds, Some(button), false).with_tally_in(Some(tally), false)), board))
             }
             GpioBackend::Pi => open_pi(pins),
             GpioBackend::Auto => {
@@ -166,13 +188,13 @@ impl Board {
         }
     }
 
-    /// Lights the LEDs for `now_ms` and reads the button.
-    pub fn tick(&mut self, now_ms: u64, patterns: &[LedPattern; LEDS]) -> Result<Option<ButtonEvent>, String> {
+    /// Lights the LEDs for `now_ms` and reads the inputs.
+    pub fn tick(&mut self, now_ms: u64, patterns: &[LedPattern; LEDS]) -> Result<Inputs, String> {
         match self {
             #[cfg(target_os = "linux")]
             Board::Pi(p) => p.tick(now_ms, patterns),
             Board::Sim(p, _) => p.tick(now_ms, patterns),
-            Board::None => Ok(None),
+            Board::None => Ok(Inputs::default()),
         }
     }
 }
@@ -201,7 +223,12 @@ fn open_pi(pins: &GpioPins) -> Result<Board, GpioError> {
         Some(p) => Some(line(p, "button", LineRequestFlags::INPUT)?),
         None => None,
     };
-    Ok(Board::Pi(Box::new(Panel::new(leds, button, pins.button_active_low))))
+    let tally_in = match pins.tally_in {
+        Some(p) => Some(line(p, "tally input", LineRequestFlags::INPUT)?),
+        None => None,
+    };
+    let panel = Panel::new(leds, button, pins.button_active_low).with_tally_in(tally_in, pins.tally_in_active_low);
+    Ok(Board::Pi(Box::new(panel)))
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -212,6 +239,7 @@ fn open_pi(_pins: &GpioPins) -> Result<Board, GpioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ButtonEvent;
 
     fn pins(backend: GpioBackend, chip: &str) -> GpioPins {
         GpioPins {
@@ -220,6 +248,8 @@ mod tests {
             leds: [Some(5), Some(6), Some(13), Some(19), None],
             button: Some(26),
             button_active_low: true,
+            tally_in: Some(21),
+            tally_in_active_low: true,
         }
     }
 
@@ -241,14 +271,18 @@ mod tests {
         let mut b = Board::open(&pins(GpioBackend::Sim, "")).unwrap();
         let sim = b.sim().unwrap();
         let on = [LedPattern::On, LedPattern::Off, LedPattern::On, LedPattern::Off, LedPattern::On];
-        assert_eq!(b.tick(0, &on).unwrap(), None);
+        assert_eq!(b.tick(0, &on).unwrap().button, None);
         assert_eq!(sim.state().leds, [true, false, true, false, true]);
         sim.set_button(true);
         for t in (0..=200).step_by(10) {
-            assert_eq!(b.tick(t, &on).unwrap(), None);
+            assert_eq!(b.tick(t, &on).unwrap().button, None);
         }
         sim.set_button(false);
-        let events: Vec<_> = (210..=300).step_by(10).filter_map(|t| b.tick(t, &on).unwrap()).collect();
+        let events: Vec<_> = (210..=300).step_by(10).filter_map(|t| b.tick(t, &on).unwrap().button).collect();
         assert_eq!(events, [ButtonEvent::Press]);
+        assert_eq!(b.tick(310, &on).unwrap().tally_in, Some(false));
+        sim.set_tally_in(true);
+        let on_air = (320..=400).step_by(10).find(|t| b.tick(*t, &on).unwrap().tally_in == Some(true));
+        assert_eq!(on_air, Some(350), "the simulated tally contact, debounced");
     }
 }

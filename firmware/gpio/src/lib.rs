@@ -1,4 +1,4 @@
-//! Status LEDs and the go-live button. Everything that decides (LED patterns over time, the
+//! Status LEDs, the go-live button and the tally input. Everything that decides (LED patterns over time, the
 //! debouncer, press and hold) is pure and tested without hardware; [`Panel`] drives any
 //! embedded-hal 1.0 pins with it; [`backend`] opens the Raspberry Pi's pins (kernel GPIO
 //! character device), simulated pins, or none.
@@ -11,5 +11,5 @@ mod pattern;
 
 pub use button::{ButtonEvent, ButtonTracker, HOLD_SETUP_MS, HOLD_STOP_MS};
 pub use debounce::{Debouncer, DEBOUNCE_MS};
-pub use panel::{Led, Panel, LEDS};
+pub use panel::{Inputs, Led, Panel, LEDS};
 pub use pattern::LedPattern;

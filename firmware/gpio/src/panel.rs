@@ -1,6 +1,6 @@
-//! Drives the LEDs and reads the button through embedded-hal 1.0 pins: each tick lights
-//! every LED as its pattern says (writing only on change) and turns the button's raw level into
-//! debounced press and hold events.
+//! Drives the LEDs and reads the inputs through embedded-hal 1.0 pins: each tick lights every
+//! LED as its pattern says (writing only on change), turns the button's raw level into debounced
+//! press and hold events, and reads the tally input (a vision mixer's contact), debounced.
 
 use embedded_hal::digital::{InputPin, OutputPin};
 use serde::Serialize;
@@ -19,7 +19,8 @@ pub enum Led {
     Live = 2,
     /// Needs attention.
     Error = 3,
-    /// The tally: this box's picture is on air (told by the API or by the paired box).
+    /// The tally: this box's picture is on air (told by the API, the tally input or the paired
+    /// box).
     Tally = 4,
 }
 
@@ -42,15 +43,44 @@ impl Led {
     }
 }
 
-/// LEDs and a button on some pins.
+/// What the inputs said at one tick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Inputs {
+    /// A press or hold of the go-live button, when one ended or crossed its time.
+    pub button: Option<ButtonEvent>,
+    /// The tally input's debounced level (`true`: on air); `None` when none is wired.
+    pub tally_in: Option<bool>,
+}
+
+/// A debounced input: its pin, which level means active, its debouncer.
+#[derive(Debug)]
+struct Input<I> {
+    pin: I,
+    active_low: bool,
+    debounce: Debouncer,
+}
+
+impl<I: InputPin> Input<I> {
+    fn new(pin: I, active_low: bool) -> Self {
+        Self { pin, active_low, debounce: Debouncer::new(false, DEBOUNCE_MS) }
+    }
+
+    /// Reads the pin at `now_ms`; the debounced level (`true`: active).
+    fn read(&mut self, now_ms: u64, what: &str) -> Result<bool, String> {
+        let high = self.pin.is_high().map_err(|e| format!("{what}: {e:?}"))?;
+        self.debounce.update(high != self.active_low, now_ms);
+        Ok(self.debounce.level())
+    }
+}
+
+/// LEDs, a button and a tally input on some pins.
 #[derive(Debug)]
 pub struct Panel<O, I> {
     leds: [Option<O>; LEDS],
     lit: [Option<bool>; LEDS],
-    button: Option<I>,
-    active_low: bool,
-    debounce: Debouncer,
+    button: Option<Input<I>>,
     tracker: ButtonTracker,
+    tally_in: Option<Input<I>>,
 }
 
 impl<O: OutputPin, I: InputPin> Panel<O, I> {
@@ -59,15 +89,20 @@ impl<O: OutputPin, I: InputPin> Panel<O, I> {
         Self {
             leds,
             lit: [None; LEDS],
-            button,
-            active_low,
-            debounce: Debouncer::new(false, DEBOUNCE_MS),
+            button: button.map(|pin| Input::new(pin, active_low)),
             tracker: ButtonTracker::default(),
+            tally_in: None,
         }
     }
 
-    /// Lights the LEDs for `now_ms` and reads the button; call every few milliseconds.
-    pub fn tick(&mut self, now_ms: u64, patterns: &[LedPattern; LEDS]) -> Result<Option<ButtonEvent>, String> {
+    /// With a tally input on `pin` (`active_low`: on air when it reads low).
+    pub fn with_tally_in(mut self, pin: Option<I>, active_low: bool) -> Self {
+        self.tally_in = pin.map(|pin| Input::new(pin, active_low));
+        self
+    }
+
+    /// Lights the LEDs for `now_ms` and reads the inputs; call every few milliseconds.
+    pub fn tick(&mut self, now_ms: u64, patterns: &[LedPattern; LEDS]) -> Result<Inputs, String> {
         for (i, pattern) in patterns.iter().enumerate() {
             let want = pattern.level(now_ms);
             if let Some(pin) = self.leds[i].as_mut() {
@@ -78,11 +113,15 @@ impl<O: OutputPin, I: InputPin> Panel<O, I> {
                 }
             }
         }
-        let Some(button) = self.button.as_mut() else { return Ok(None) };
-        let high = button.is_high().map_err(|e| format!("button: {e:?}"))?;
-        let pressed = high != self.active_low;
-        self.debounce.update(pressed, now_ms);
-        Ok(self.tracker.update(self.debounce.level(), now_ms))
+        let mut inputs = Inputs::default();
+        if let Some(button) = self.button.as_mut() {
+            let down = button.read(now_ms, "button")?;
+            inputs.button = self.tracker.update(down, now_ms);
+        }
+        if let Some(tally) = self.tally_in.as_mut() {
+            inputs.tally_in = Some(tally.read(now_ms, "tally input")?);
+        }
+        Ok(inputs)
     }
 
     /// Which LEDs are lit now (as last written).
@@ -91,8 +130,8 @@ impl<O: OutputPin, I: InputPin> Panel<O, I> {
     }
 
     /// Gives the pins back (tests check their transactions).
-    pub fn release(self) -> ([Option<O>; LEDS], Option<I>) {
-        (self.leds, self.button)
+    pub fn release(self) -> ([Option<O>; LEDS], Option<I>, Option<I>) {
+        (self.leds, self.button.map(|b| b.pin), self.tally_in.map(|t| t.pin))
     }
 }
 
@@ -122,10 +161,10 @@ mod tests {
         let mut panel: Panel<Mock, Mock> =
             Panel::new([Some(power), Some(link), Some(live), Some(error), None], None, true);
         for t in [0, 10, 100, 130, 260, 499, 500] {
-            assert_eq!(panel.tick(t, &PATTERNS).unwrap(), None);
+            assert_eq!(panel.tick(t, &PATTERNS).unwrap(), Inputs::default());
         }
         assert_eq!(panel.lit(), [true, false, false, true, false]);
-        let (leds, _) = panel.release();
+        let (leds, _, _) = panel.release();
         for mut l in leds.into_iter().flatten() {
             l.done();
         }
@@ -151,14 +190,40 @@ mod tests {
         let mut panel: Panel<Mock, Mock> = Panel::new([None, None, None, None, None], Some(button), true);
         let mut events = Vec::new();
         for (t, _) in levels {
-            if let Some(e) = panel.tick(t, &PATTERNS).unwrap() {
+            if let Some(e) = panel.tick(t, &PATTERNS).unwrap().button {
                 events.push((t, e));
             }
         }
         // Down counted at 45 (9 + 30 ms held... settled from 9), up at 240, one Press.
         assert_eq!(events, [(240, ButtonEvent::Press)]);
-        let (_, button) = panel.release();
+        let (_, button, _) = panel.release();
         button.unwrap().done();
+    }
+
+    #[test]
+    fn the_tally_input_is_on_air_while_the_mixer_holds_it_low_and_ignores_a_glitch() {
+        // Pulled up when idle; a 5 ms glitch; the mixer's contact closes at 100 and opens at 400.
+        let levels = [
+            (0, State::High),
+            (50, State::Low),
+            (55, State::High),
+            (100, State::Low),
+            (120, State::Low),
+            (140, State::Low),
+            (400, State::High),
+            (420, State::High),
+            (440, State::High),
+        ];
+        let tally = Mock::new(&levels.iter().map(|(_, s)| T::get(*s)).collect::<Vec<_>>());
+        let mut panel: Panel<Mock, Mock> =
+            Panel::new([None, None, None, None, None], None, true).with_tally_in(Some(tally), true);
+        let seen: Vec<(u64, Option<bool>)> =
+            levels.iter().map(|(t, _)| (*t, panel.tick(*t, &PATTERNS).unwrap().tally_in)).collect();
+        assert_eq!(seen.iter().find(|(_, on)| *on == Some(true)).map(|(t, _)| *t), Some(140), "{seen:?}");
+        assert!(seen.iter().all(|(t, on)| *t >= 100 || *on == Some(false)), "the glitch is ignored: {seen:?}");
+        assert_eq!(seen.last().map(|(_, on)| *on), Some(Some(false)), "off when the contact opens: {seen:?}");
+        let (_, _, tally) = panel.release();
+        tally.unwrap().done();
     }
 
     #[test]
@@ -167,7 +232,7 @@ mod tests {
         let mut panel: Panel<Mock, Mock> = Panel::new([None, None, Some(live), None, None], None, true);
         panel.tick(0, &PATTERNS).unwrap();
         panel.tick(600, &PATTERNS).unwrap();
-        let (leds, _) = panel.release();
+        let (leds, _, _) = panel.release();
         for mut l in leds.into_iter().flatten() {
             l.done();
         }

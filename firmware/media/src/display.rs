@@ -86,7 +86,9 @@ struct State {
     slate_since_unix_ms: Option<u64>,
     video_since_unix_ms: Option<u64>,
     slate_text: String,
-    slate: Option<(String, (u32, u32), gst::Sample)>,
+    /// The tally: the slate is framed in red while the box is on air.
+    on_air: bool,
+    slate: Option<(String, (u32, u32), bool, gst::Sample)>,
     size: (u32, u32),
 }
 
@@ -148,6 +150,7 @@ impl Display {
                 slate_since_unix_ms: None,
                 video_since_unix_ms: None,
                 slate_text,
+                on_air: false,
                 slate: None,
                 size,
             },
@@ -164,12 +167,13 @@ impl Display {
                         if s.last_frame.is_some_and(|t| t.elapsed() < SLATE_AFTER) {
                             None
                         } else {
-                            let (text, size) = (s.slate_text.clone(), s.size);
-                            let fresh = s.slate.as_ref().is_some_and(|(t, z, _)| *t == text && *z == size);
+                            let (text, size, on_air) = (s.slate_text.clone(), s.size, s.on_air);
+                            let fresh =
+                                s.slate.as_ref().is_some_and(|(t, z, a, _)| *t == text && *z == size && *a == on_air);
                             if !fresh {
-                                s.slate = Some((text.clone(), size, render_slate(&text, size)));
+                                s.slate = Some((text.clone(), size, on_air, render_slate(&text, size, on_air)));
                             }
-                            s.slate.as_ref().map(|(_, _, sample)| sample.clone())
+                            s.slate.as_ref().map(|(_, _, _, sample)| sample.clone())
                         }
                     };
                     match sample {
@@ -224,6 +228,14 @@ impl Display {
             if s.slate_text != text {
                 s.slate_text = text.to_string();
             }
+        }
+    }
+
+    /// The tally: frames the slate in red while the box is on air (skipped, as
+    /// [`Display::set_slate_text`], when the display's lock is not free in time).
+    pub fn set_on_air(&self, on_air: bool) {
+        if let Some(mut s) = self.state.lock_within(QUERY_WAIT) {
+            s.on_air = on_air;
         }
     }
 

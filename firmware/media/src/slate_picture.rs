@@ -6,9 +6,62 @@ use tracing::warn;
 
 use crate::error::MediaError;
 
-/// Renders the slate: the text centred on a dark blue picture. Without GStreamer's text overlay
-/// (package gstreamer1.0-x) the picture is plain, never missing.
-pub fn render_slate(text: &str, size: (u32, u32)) -> gst::Sample {
+/// The tally border's colour on the slate (red, BT.601 limited range): Y, U, V.
+pub const TALLY_RED: (u8, u8, u8) = (81, 90, 240);
+
+/// The tally border's thickness on a slate `height` lines high (even, so the chroma planes
+/// follow it exactly).
+pub fn tally_border(height: u32) -> u32 {
+    ((height / 24).max(2) + 1) & !1
+}
+
+/// Paints a border `thickness` pixels wide round an I420 picture of `width` x `height` (even
+/// sizes) in `yuv`. Pure.
+pub fn paint_border(data: &mut [u8], width: u32, height: u32, thickness: u32, yuv: (u8, u8, u8)) {
+    let (w, h, t) = (width as usize, height as usize, thickness as usize);
+    let (cw, ch, ct) = (w / 2, h / 2, t / 2);
+    if data.len() < w * h + 2 * cw * ch {
+        return;
+    }
+    let (y, chroma) = data.split_at_mut(w * h);
+    let (u, v) = chroma.split_at_mut(cw * ch);
+    let paint = |plane: &mut [u8], pw: usize, ph: usize, pt: usize, value: u8| {
+        for row in 0..ph {
+            let line = &mut plane[row * pw..(row + 1) * pw];
+            if row < pt || row + pt >= ph {
+                line.fill(value);
+            } else {
+                line[..pt.min(pw)].fill(value);
+                line[pw.saturating_sub(pt)..].fill(value);
+            }
+        }
+    };
+    paint(y, w, h, t, yuv.0);
+    paint(u, cw, ch, ct, yuv.1);
+    paint(v, cw, ch, ct, yuv.2);
+}
+
+/// Renders the slate: the text centred on a dark blue picture, framed in red while the box is
+/// on air (the tally). Without GStreamer's text overlay (package gstreamer1.0-x) the picture is
+/// plain, never missing.
+pub fn render_slate(text: &str, size: (u32, u32), on_air: bool) -> gst::Sample {
+    let sample = render_text(text, size);
+    if !on_air {
+        return sample;
+    }
+    let Some(mut buffer) = sample.buffer_owned() else { return sample };
+    if let Ok(mut m) = buffer.make_mut().map_writable() {
+        paint_border(m.as_mut_slice(), size.0, size.1, tally_border(size.1), TALLY_RED);
+    }
+    let caps = sample.caps_owned();
+    let mut b = gst::Sample::builder().buffer(&buffer);
+    if let Some(c) = caps.as_ref() {
+        b = b.caps(c);
+    }
+    b.build()
+}
+
+fn render_text(text: &str, size: (u32, u32)) -> gst::Sample {
     let build = || -> Result<gst::Sample, MediaError> {
         let pipeline = gst::Pipeline::with_name("slate-render");
         let src = gst::ElementFactory::make("videotestsrc")
@@ -70,5 +123,35 @@ pub fn render_slate(text: &str, size: (u32, u32)) -> gst::Sample {
             }
             b.build()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tally_border_frames_every_plane_and_leaves_the_middle() {
+        let (w, h) = (64u32, 48u32);
+        let (cw, ch) = (32usize, 24usize);
+        let mut data = vec![0u8; (w * h) as usize + 2 * cw * ch];
+        let t = tally_border(h);
+        assert_eq!(t % 2, 0);
+        paint_border(&mut data, w, h, t, TALLY_RED);
+        let y = |x: usize, r: usize| data[r * w as usize + x];
+        let u = |x: usize, r: usize| data[(w * h) as usize + r * cw + x];
+        let v = |x: usize, r: usize| data[(w * h) as usize + cw * ch + r * cw + x];
+        for (x, r) in [(0, 0), (63, 0), (0, 47), (63, 47), (30, 0), (0, 20), (63, 20), (30, 47)] {
+            assert_eq!(y(x, r), 81, "luma at {x},{r}");
+        }
+        for (x, r) in [(0, 0), (31, 23), (15, 0), (0, 12)] {
+            assert_eq!((u(x, r), v(x, r)), (90, 240), "chroma at {x},{r}");
+        }
+        assert_eq!(y(32, 24), 0, "the middle is the slate's");
+        assert_eq!((u(16, 12), v(16, 12)), (0, 0));
+        // A buffer too small for the size is left alone, not overrun.
+        let mut short = vec![7u8; 10];
+        paint_border(&mut short, w, h, t, TALLY_RED);
+        assert!(short.iter().all(|b| *b == 7));
     }
 }

@@ -250,6 +250,7 @@ fn bridge(args: BridgeArgs) -> ExitCode {
         preview: None,
         received_preview: None,
         signal_gate: None,
+        on_air: None,
     };
     run_async(telebridge_appliance::run_bridge(valid, options, shutdown_signal()), |summary| {
         print_summary(json, &summary)
@@ -350,6 +351,7 @@ fn decode(args: DecodeArgs) -> ExitCode {
         echo: None,
         peer_name: None,
         preview: None,
+        on_air: None,
     };
     let bond = match args.bond_listen.map(|l| telebridge_appliance::roles::relay::start_bond(l, &options.input)) {
         Some(Ok(b)) => Some(b),

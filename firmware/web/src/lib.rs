@@ -169,6 +169,7 @@ pub fn router(state: AppState) -> Router {
         r = r
             .route("/api/sim/gpio", get(sim::sim_gpio))
             .route("/api/sim/button", post(sim::sim_button))
+            .route("/api/sim/tally-in", post(sim::sim_tally_in))
             .route("/api/sim/stall", post(sim::sim_stall))
             .route("/api/sim/signal", post(sim::sim_signal));
     }

@@ -107,7 +107,8 @@ pub(crate) async fn events(
                     last_sample = Instant::now();
                     let data = json!({
                         "state": state, "running": st.running, "leds": st.led_patterns, "media": st.media,
-                        "links": st.links, "alerts": st.alerts, "input": st.input, "row": history.latest_line(),
+                        "links": st.links, "alerts": st.alerts, "input": st.input, "tally": st.tally,
+                        "row": history.latest_line(),
                     });
                     let ev = SseEvent::default().event("sample").json_data(&data).unwrap_or_default();
                     return Some((Ok(ev), (rx, history, last_state, last_sample)));

@@ -32,6 +32,7 @@ pub(crate) async fn sim_gpio(State(s): State<AppState>) -> Result<Response, ApiE
         "leds": leds,
         "patterns": shown,
         "button_pressed": state.button_pressed,
+        "tally_in": state.tally_in,
         "hdmi_cable": cable,
     }))
     .into_response())
@@ -59,6 +60,29 @@ pub(crate) async fn sim_signal(
     cable.store(body.present, std::sync::atomic::Ordering::Relaxed);
     info!(plugged_in = body.present, "simulated HDMI cable");
     Ok(Json(json!({ "hdmi_cable": body.present })).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TallyInBody {
+    on_air: bool,
+}
+
+impl Shape for TallyInBody {
+    const SHAPE: &'static str = r#"{"on_air": true|false}"#;
+}
+
+/// Closes (`on_air`) or opens the simulated vision mixer's tally contact on the tally input.
+pub(crate) async fn sim_tally_in(
+    State(s): State<AppState>,
+    SmallJson(body): SmallJson<TallyInBody>,
+) -> Result<Response, ApiError> {
+    let Some(board) = s.daemon.sim() else {
+        return Err(error(StatusCode::NOT_FOUND, "no simulated GPIO"));
+    };
+    board.set_tally_in(body.on_air);
+    info!(on_air = body.on_air, "simulated tally contact");
+    Ok(Json(json!({ "tally_in": body.on_air })).into_response())
 }
 
 #[derive(Deserialize)]

@@ -131,6 +131,9 @@ impl MainLoop {
         let now = self.now_ms();
         let gpio = self.status_tx.borrow().gpio;
         let leds = crate::tally::panel(machine.leds(now), self.tally.pattern(now));
+        let on_air = self.tally.status(now).on_air;
+        self.shared.on_air.store(on_air, std::sync::atomic::Ordering::Relaxed);
+        self.screen.set_on_air(on_air);
         *self.patterns.lock().unwrap_or_else(|p| p.into_inner()) = leds;
         let last = self.last_sample.as_ref();
         self.status_tx.send_replace(DaemonStatus {
@@ -203,6 +206,10 @@ impl MainLoop {
             DaemonCommand::Tally(on_air) => {
                 info!(on_air, "tally cue");
                 self.tally.cue(on_air);
+            }
+            DaemonCommand::TallyIn(on_air) => {
+                info!(on_air, "tally input");
+                self.tally.wired(on_air);
             }
             DaemonCommand::FarLive(live) => {
                 let now = self.now_ms();

@@ -33,6 +33,8 @@ pub(super) struct MediaShared {
     pub(super) peer_messages: tokio::sync::broadcast::Sender<Vec<u8>>,
     /// The bridge: what arrives from the paired box, as a small JPEG once a second.
     pub(super) received: telebridge_media::PreviewSlot,
+    /// The tally, for the slate's red frame: set by the main loop, read by the display.
+    pub(super) on_air: Arc<AtomicBool>,
 }
 
 /// Applies a plan's output changes; a media restart is left to the caller.
@@ -132,6 +134,7 @@ pub(super) fn start_media(
                 echo: None,
                 peer_name: None,
                 preview: None,
+                on_air: Some(shared.on_air.clone()),
             };
             tokio::spawn(async move {
                 let r = crate::run_decoder(options, shutdown).await.map(|_| ());
@@ -167,6 +170,7 @@ pub(super) fn start_media(
                 preview: Some(shared.preview.clone()),
                 received_preview: Some(shared.received.clone()),
                 signal_gate: gate,
+                on_air: Some(shared.on_air.clone()),
             };
             let config = config.clone();
             tokio::spawn(async move {

@@ -69,6 +69,8 @@ pub enum DaemonCommand {
     ToPeer(Vec<u8>),
     /// The control room's tally cue (`POST /api/tally`): this box's picture is on air, or not.
     Tally(bool),
+    /// The tally input (a vision mixer's contact on a GPIO pin) changed: on air, or not.
+    TallyIn(bool),
     /// The paired box said it is live, or not (its tally message).
     FarLive(bool),
 }
@@ -152,16 +154,24 @@ pub fn start(
             .spawn(move || {
                 let mut board = board;
                 let mut reported = false;
+                let mut tally_in = None;
                 loop {
                     let p = *gpio_patterns.lock().unwrap_or_else(|p| p.into_inner());
                     match board.tick(now_ms(), &p) {
-                        Ok(Some(e)) => {
-                            info!(button = ?e, "button");
-                            if gpio_cmds.blocking_send(DaemonCommand::Button(e)).is_err() {
+                        Ok(inputs) => {
+                            let mut said = Vec::new();
+                            if let Some(e) = inputs.button {
+                                info!(button = ?e, "button");
+                                said.push(DaemonCommand::Button(e));
+                            }
+                            if inputs.tally_in.is_some() && inputs.tally_in != tally_in {
+                                tally_in = inputs.tally_in;
+                                said.push(DaemonCommand::TallyIn(tally_in == Some(true)));
+                            }
+                            if said.into_iter().any(|c| gpio_cmds.blocking_send(c).is_err()) {
                                 break;
                             }
                         }
-                        Ok(None) => {}
                         Err(e) if !reported => {
                             error!(error = %e, "GPIO failed");
                             reported = true;
@@ -182,6 +192,7 @@ pub fn start(
         cable: sim.is_some().then(|| Arc::new(AtomicBool::new(true))),
         peer_messages: tokio::sync::broadcast::channel(8).0,
         received: telebridge_media::PreviewSlot::default(),
+        on_air: Arc::new(AtomicBool::new(false)),
     };
     let handle = DaemonHandle {
         status: status_rx,

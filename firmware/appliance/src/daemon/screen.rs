@@ -46,6 +46,13 @@ impl Screen {
         format!("{}\n{pairing}\nPanel: http://{}/", config.name, config.http_listen)
     }
 
+    /// The tally: the slate framed in red while the box is on air.
+    pub(super) fn set_on_air(&self, on_air: bool) {
+        if let Some(d) = &self.display {
+            d.set_on_air(on_air);
+        }
+    }
+
     pub(super) fn shown(&self) -> Option<String> {
         self.display.as_ref().map(|d| d.slate_text())
     }

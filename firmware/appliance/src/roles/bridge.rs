@@ -68,6 +68,8 @@ pub struct BridgeOptions {
     pub received_preview: Option<telebridge_media::PreviewSlot>,
     /// The simulated HDMI cable.
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// The tally: while set, the slate is framed in red (the box is on air).
+    pub on_air: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl std::fmt::Debug for BridgeOptions {
@@ -102,6 +104,7 @@ pub async fn run_bridge(
         echo: Some(echo.clone()),
         peer_name: Some(route.peer_name.clone().unwrap_or_else(|| "the other end".into())),
         preview: options.received_preview.clone(),
+        on_air: options.on_air.clone(),
     };
     let encode = RunOptions {
         duration: options.duration,

@@ -59,6 +59,8 @@ pub struct DecodeOptions {
     pub peer_name: Option<String>,
     /// Keep a small JPEG of what is shown here, once a second (the panel's preview).
     pub preview: Option<telebridge_media::PreviewSlot>,
+    /// The tally: while set, the slate is framed in red (the box is on air).
+    pub on_air: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl std::fmt::Debug for DecodeOptions {
@@ -242,6 +244,9 @@ impl DecoderRun {
         // "A caller is connected" only while a stream arrives that shows no picture: a sender
         // that just went away still counts as receiving for up to half a second.
         self.display.set_slate_text(&slate(&self.options, self.problem.is_some(), reason));
+        if let Some(on_air) = &self.options.on_air {
+            self.display.set_on_air(on_air.load(std::sync::atomic::Ordering::Relaxed));
+        }
         if self.last_sample.elapsed() >= Duration::from_secs(1) {
             self.sample(st, receiving);
         }
