@@ -265,7 +265,16 @@ fn two_boxes_in_two_namespaces_over_metro_17ms_pair_and_exchange_video_and_sound
         ))
         .unwrap();
     let (dir_a, dir_b) = (scratch("bridge-ns-a"), scratch("bridge-ns-b"));
-    let (config_a, config_b) = (bridge_config(&dir_a, "studio-a", 7700), bridge_config(&dir_b, "studio-b", 7700));
+    // Talkback: each box's microphone is the test voice (a 440 Hz beep at each second), and the
+    // far voice goes to a WAV file.
+    let talkback = |dir: &std::path::Path| {
+        format!(
+            "port_mapping = false\n[talkback]\nsource = \"test\"\noutput = \"file:{}\"\n",
+            dir.join("talk.wav").display()
+        )
+    };
+    let config_a = bridge_config_with(&dir_a, "studio-a", 7700, &talkback(&dir_a));
+    let config_b = bridge_config_with(&dir_b, "studio-b", 7700, &talkback(&dir_b));
     let a = NsBox::start(&link.ns_a, linkemu::ip_mode::ADDR_A, "studio-a", dir_a, &config_a);
     let b = NsBox::start(&link.ns_b, linkemu::ip_mode::ADDR_B, "studio-b", dir_b, &config_b);
 
@@ -311,6 +320,7 @@ fn two_boxes_in_two_namespaces_over_metro_17ms_pair_and_exchange_video_and_sound
     // least latency (`bridge.min_latency_ms`, 40), and says so.
     assert_eq!(pb["srt"]["negotiated_latency_ms"], (4 * rtt).max(40), "{pb}");
     assert_eq!(pb["latency"]["latency_ms"], (4 * rtt).max(40), "{pb}");
+    talk_both_ways(&a, &b);
     for bx in [&a, &b] {
         let (status, _) = bx.call("POST", "/api/live", Some(r#"{"live": false}"#));
         assert_eq!(status, 202);
@@ -326,7 +336,73 @@ fn two_boxes_in_two_namespaces_over_metro_17ms_pair_and_exchange_video_and_sound
         let kinds: Vec<String> = ffprobe_streams(&files[0]).into_iter().map(|s| s.codec).collect();
         assert!(kinds.iter().any(|k| k == "h264") && kinds.iter().any(|k| k == "opus"), "{kinds:?}");
         assert!(decodable_frames(&files[0]) > 75, "{}", files[0].display());
+        // The voice is heard, never in the programme: the talk file holds the 440 Hz beep, the
+        // recording of the other's programme (its 1 kHz beep) none of it.
+        let (talk, programme) = (loudness_at_440(&bx.dir.join("talk.wav")), loudness_at_440(&files[0]));
+        eprintln!(
+            "{}: 440 Hz in the talk heard {talk:.1} dB, in the programme received {programme:.1} dB",
+            bx.dir.display()
+        );
+        assert!(talk > -20.0, "the far voice is not in {}: {talk} dB", bx.dir.join("talk.wav").display());
+        assert!(programme < talk - 20.0, "the voice leaked into the programme: {programme} dB against {talk} dB");
     }
+}
+
+/// The loudest the sound of `file` gets at 440 Hz (a narrow band-pass), dB full scale.
+fn loudness_at_440(file: &std::path::Path) -> f64 {
+    let out = std::process::Command::new("ffmpeg")
+        .args(["-nostdin", "-hide_banner", "-i"])
+        .arg(file)
+        .args(["-vn", "-af", "bandpass=f=440:width_type=q:w=20,volumedetect", "-f", "null", "-"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .find_map(|l| l.split("max_volume: ").nth(1))
+        .and_then(|v| v.trim_end_matches(" dB").trim().parse().ok())
+        .unwrap_or(-99.0)
+}
+
+/// Talkback over the link: A holds its talk button (renewed through the API every 500 ms, as
+/// the panel does) and B hears the test voice, mouth to ear within 150 ms; B presses while A
+/// talks and waits (nothing of B's reaches A); when A lets go, B gets the channel half a second
+/// after A's last word.
+fn talk_both_ways(a: &NsBox, b: &NsBox) {
+    let press = |bx: &NsBox, down: bool| {
+        let (status, body) = bx.call("POST", "/api/talk", Some(&format!(r#"{{"talking": {down}}}"#)));
+        assert_eq!(status, 202, "{body}");
+    };
+    let talk = |bx: &NsBox| bx.json("/api/status")["talk"].clone();
+    let mut lags = Vec::new();
+    for step in 0..16 {
+        // A holds for 4 s; B presses from 2 s to 8 s.
+        if step < 8 {
+            press(a, true);
+        } else if step == 8 {
+            press(a, false);
+        }
+        if (4..16).contains(&step) {
+            press(b, true);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let (ta, tb) = (talk(a), talk(b));
+        if let Some(lag) = tb["beep_lag_ms"].as_u64() {
+            lags.push(lag);
+        }
+        if step == 6 {
+            assert_eq!(ta["state"], "talking", "{ta}");
+            assert_eq!(tb["state"], "waiting", "the second talker waits: {tb}");
+            assert!(tb["packets_heard"].as_u64().unwrap_or(0) > 100, "B hears A: {tb}");
+            assert_eq!(ta["packets_heard"], 0, "nothing of B's while A talks: {ta}");
+        }
+    }
+    press(b, false);
+    let (ta, tb) = (talk(a), talk(b));
+    eprintln!("talkback: A {ta}\nB {tb}\nmouth to ear A -> B (ms): {lags:?}");
+    assert!(ta["packets_heard"].as_u64().unwrap_or(0) > 100, "B talked once A let go: {ta}");
+    assert_eq!(tb["packets_not_played"], 0, "{tb}");
+    let lag = *lags.iter().max().expect("a beep heard on B");
+    assert!(lag <= 150, "mouth to ear over metro-17ms: {lags:?} ms");
 }
 
 /// Issue 36, finding 9: pairing across sites must not need the panel's port forwarded. With

@@ -179,6 +179,36 @@ function renderTally(t) {
   $('#tally').textContent = `On air: ${why.join(', ')}`;
 }
 
+const TALK_WORDS = {
+  idle: '', talking: 'Talking to the paired box', listening: 'The paired box is talking', waiting: 'Waiting: the paired box is talking',
+};
+function renderTalk(s) {
+  $('#talk-card').hidden = s.role !== 'bridge';
+  const t = s.talk || {};
+  $('#talk-state').textContent = t.error || TALK_WORDS[t.state] || '';
+  $('#talk-button').classList.toggle('held', t.state === 'talking');
+}
+// Push to talk: pressed while the pointer (or the space bar on the button) holds it, renewed
+// every 500 ms (the box lets go by itself 1.5 s after the last renewal).
+let talkTimer = null;
+function talkDown() {
+  if (talkTimer) return;
+  const renew = () => api('POST', '/api/talk', { talking: true });
+  renew();
+  talkTimer = setInterval(renew, 500);
+}
+function talkUp() {
+  if (!talkTimer) return;
+  clearInterval(talkTimer);
+  talkTimer = null;
+  api('POST', '/api/talk', { talking: false });
+}
+const talkButton = $('#talk-button');
+talkButton.addEventListener('pointerdown', (e) => { e.preventDefault(); talkDown(); });
+for (const ev of ['pointerup', 'pointerleave', 'pointercancel', 'blur']) talkButton.addEventListener(ev, talkUp);
+talkButton.addEventListener('keydown', (e) => { if (e.key === ' ' && !e.repeat) { e.preventDefault(); talkDown(); } });
+talkButton.addEventListener('keyup', (e) => { if (e.key === ' ') talkUp(); });
+
 function renderStatus(s) {
   lastStatus = s;
   $('#box-name').textContent = s.name;
@@ -199,6 +229,7 @@ function renderStatus(s) {
   b.className = `big ${running ? 'stop' : 'go'}`;
   renderLeds(s.led_patterns);
   renderTally(s.tally);
+  renderTalk(s);
   const m = s.media || {};
   const list = $('#outputs-list');
   list.textContent = '';
@@ -394,6 +425,7 @@ function startEvents() {
       lastStatus.alerts = d.alerts;
       lastStatus.input = d.input;
       lastStatus.tally = d.tally;
+      lastStatus.talk = d.talk;
       renderStatus(lastStatus);
     }
     appendSample(d);
@@ -421,6 +453,8 @@ const FIELDS = [
   ['audio.delay_ms', 'Audio delay (ms)', '-500 to 500. Plays the sound later (or, negative, earlier) for a source known to be off; the decoder\'s A/V offset shows what arrives.', 'number'],
   ['bridge.latency', 'Bridge SRT latency', 'auto: chosen before each connection from the round trip and loss measured on the last (3 x RTT up to 1 % loss, 4 x up to 3 %, 5 x up to 7 %, 6 x beyond); or ms (20-8000) to pin it.'],
   ['bridge.min_latency_ms', 'Least bridge latency (ms)', '20-8000: the least auto chooses.', 'number'],
+  ['talkback.source', 'Talkback microphone', 'Bridge role: none, alsa:DEVICE (a USB headset, e.g. alsa:hw:CARD=Headset) or test (a 440 Hz beep at each second). Heard by the paired box while Hold to talk is held.'],
+  ['talkback.output', 'Talkback headphones', 'Where the paired box\'s voice is heard: alsa:DEVICE (e.g. alsa:default), file:PATH (a WAV file) or none. Never mixed into the programme.'],
   ['decoder.input', 'Decoder input', 'srt://:9000?mode=listener&latency=200 to wait for a caller.'],
   ['decoder.sink', 'Decoder output', 'auto, kms (HDMI), window, fake or file:PATH.'],
   ['web.announce', 'Announce on the network', 'Other Telebridge boxes on this network list this box on their Pair page (mDNS: its name, role, whether it is paired, its panel port; nothing secret).', 'bool'],

@@ -11,8 +11,10 @@ import { check, waitFor, startBox, openPanel, harness } from './lib.mjs';
 const { bin, artifacts, children, logs } = harness();
 let failed = false;
 
-const a = await startBox(bin, 'studio-a', { children, logs });
-const b = await startBox(bin, 'studio-b', { children, logs });
+// Talkback: each box's microphone is the test voice; the far voice is heard nowhere.
+const extra = '[talkback]\nsource = "test"\noutput = "none"\n';
+const a = await startBox(bin, 'studio-a', { children, logs, extra });
+const b = await startBox(bin, 'studio-b', { children, logs, extra });
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
 try {
   const pa = await openPanel(browser, a, artifacts, 'bridge');
@@ -72,6 +74,20 @@ try {
   await pa.shot('4-live');
   await pb.shot('4-live');
 
+  // Push to talk: A holds its talk button; B's panel says A is talking; A lets go.
+  const talk = await pa.$('#talk-button');
+  const box = await talk.boundingBox();
+  await pa.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await pa.mouse.down();
+  await pa.waitForSelector('#talk-state:text("Talking to the paired box")', { timeout: 5000 });
+  await pb.waitForSelector('#talk-state:text("The paired box is talking")', { timeout: 5000 });
+  check(true, 'A holds "Hold to talk": A says it talks, B says the paired box is talking');
+  await pa.shot('5-talking');
+  await pb.shot('5-listening');
+  await pa.mouse.up();
+  await waitFor('B hears A stop', async () => (await pb.textContent('#talk-state')) === '', 5000);
+  check(true, 'A lets go: B hears nothing more');
+
   // B unpairs from its panel; A hears it and says who ended it.
   await pb.click('nav a[data-page=pair]');
   await pb.click('#unpair');
@@ -79,7 +95,7 @@ try {
   await pa.click('nav a[data-page=pair]');
   await pa.waitForSelector('#pair-last:text("studio-b unpaired this box")', { timeout: 10000 });
   check(true, 'unpaired on B, A says studio-b ended it');
-  await pa.shot('5-unpaired');
+  await pa.shot('6-unpaired');
 } catch (e) {
   failed = true;
   console.error(e.message);

@@ -18,6 +18,7 @@ pub mod signal;
 pub mod slate;
 pub mod state;
 pub mod stats;
+pub mod talk;
 pub mod tally;
 
 pub use changes::{plan as plan_changes, ChangePlan};

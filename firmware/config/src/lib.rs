@@ -15,6 +15,7 @@ mod overlay;
 mod secret;
 mod source;
 mod srt_url;
+mod talkback;
 mod uplink;
 mod valid;
 mod validate;
@@ -30,6 +31,7 @@ pub use overlay::overlay;
 pub use secret::Secret;
 pub use source::{AudioCodec, AudioOut, AudioSource, BitrateMode, DecoderSink, EncoderPreference, VideoSource};
 pub use srt_url::{KeyLength, SrtMode, SrtUrl, SrtUrlError};
+pub use talkback::{TalkOutput, Talkback, TalkbackConfig};
 pub use uplink::{parse_uplinks, Uplink, UplinkError, MAX_UPLINKS};
 pub use valid::{
     is_box_name, BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig, GPIO_LEDS,

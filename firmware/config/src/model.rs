@@ -30,6 +30,8 @@ pub struct Config {
     pub web: WebConfig,
     /// Status LEDs and the go-live button.
     pub gpio: GpioConfig,
+    /// Talkback with the paired box (push to talk).
+    pub talkback: crate::TalkbackConfig,
 }
 
 impl Default for Config {
@@ -45,6 +47,7 @@ impl Default for Config {
             bridge: BridgeConfig::default(),
             web: WebConfig::default(),
             gpio: GpioConfig::default(),
+            talkback: crate::TalkbackConfig::default(),
         }
     }
 }
@@ -63,6 +66,7 @@ impl fmt::Debug for Config {
             .field("bridge", &c.bridge)
             .field("web", &c.web)
             .field("gpio", &c.gpio)
+            .field("talkback", &c.talkback)
             .finish()
     }
 }

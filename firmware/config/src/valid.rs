@@ -146,6 +146,8 @@ pub struct ValidConfig {
     pub pair_listen: Option<std::net::SocketAddr>,
     /// Parsed `gpio`.
     pub gpio: GpioPins,
+    /// Parsed `talkback`.
+    pub talkback: crate::Talkback,
 }
 
 /// The picture as the encoder makes it (checked ranges).

@@ -88,14 +88,15 @@ impl Config {
         let bridge = self.check_bridge(&mut p);
         let web = self.check_web(&mut p);
         let gpio = self.check_gpio(&mut p);
-        match (video, audio, role, decoder, web, gpio) {
+        let talkback = self.talkback.check().map_err(|errs| errs.into_iter().for_each(|(f, m)| p.add(f, m))).ok();
+        match (video, audio, role, decoder, web, (gpio, talkback)) {
             (
                 Some(video),
                 Some((audio_source, audio_codec)),
                 Some(role),
                 Some((decoder_input, decoder_sink, audio_out)),
                 Some((http_listen, pair_listen)),
-                Some(gpio),
+                (Some(gpio), Some(talkback)),
             ) if p.0.is_empty() => Ok(ValidConfig {
                 name: self.name.clone(),
                 start_live: self.start_live,
@@ -110,6 +111,7 @@ impl Config {
                 http_listen,
                 pair_listen,
                 gpio,
+                talkback,
                 raw: self.clone(),
                 video_source: video.source,
                 encoder: video.encoder,

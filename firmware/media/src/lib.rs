@@ -14,6 +14,7 @@ pub mod latency;
 pub mod lipsync;
 pub mod platform;
 mod slate_picture;
+pub mod talk;
 pub mod timecode;
 pub mod timeline;
 pub mod watched;

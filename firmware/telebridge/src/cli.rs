@@ -251,6 +251,7 @@ fn bridge(args: BridgeArgs) -> ExitCode {
         received_preview: None,
         signal_gate: None,
         on_air: None,
+        talk: None,
     };
     run_async(telebridge_appliance::run_bridge(valid, options, shutdown_signal()), |summary| {
         print_summary(json, &summary)

@@ -151,6 +151,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/config/restore", post(config_api::restore_config))
         .route("/api/live", post(live::live))
         .route("/api/tally", post(live::tally))
+        .route("/api/talk", post(live::talk))
         .route("/api/events", get(live::events))
         .route("/api/stats.csv", get(live::stats_csv))
         .route("/api/logs", get(live::logs))

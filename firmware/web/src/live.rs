@@ -71,6 +71,26 @@ pub(crate) async fn tally(
     Ok((StatusCode::ACCEPTED, Json(json!({ "on_air": body.on_air }))).into_response())
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TalkBody {
+    talking: bool,
+}
+
+impl Shape for TalkBody {
+    const SHAPE: &'static str = r#"{"talking": true} or {"talking": false}"#;
+}
+
+/// `POST /api/talk`: the talk button, down (renewed at least every 1.5 s while held: the panel
+/// sends it every 500 ms) or up. Talkback with the paired box, in the bridge role.
+pub(crate) async fn talk(
+    State(s): State<AppState>,
+    SmallJson(body): SmallJson<TalkBody>,
+) -> Result<Response, ApiError> {
+    tell(&s, DaemonCommand::Talk(body.talking)).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "talking": body.talking }))).into_response())
+}
+
 /// Hands the daemon a command; a daemon that is stopping answers 503.
 pub(crate) async fn tell(s: &AppState, command: DaemonCommand) -> Result<(), ApiError> {
     s.daemon
@@ -107,7 +127,7 @@ pub(crate) async fn events(
                     last_sample = Instant::now();
                     let data = json!({
                         "state": state, "running": st.running, "leds": st.led_patterns, "media": st.media,
-                        "links": st.links, "alerts": st.alerts, "input": st.input, "tally": st.tally,
+                        "links": st.links, "alerts": st.alerts, "input": st.input, "tally": st.tally, "talk": st.talk,
                         "row": history.latest_line(),
                     });
                     let ev = SseEvent::default().event("sample").json_data(&data).unwrap_or_default();

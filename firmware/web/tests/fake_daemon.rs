@@ -62,6 +62,7 @@ fn status(state_name: &str) -> DaemonStatus {
         role: "encoder",
         led_patterns: telebridge_appliance::tally::panel(machine.leds(0), telebridge_gpio::LedPattern::Off),
         tally: Default::default(),
+        talk: Default::default(),
         machine,
         since_unix_ms: 0,
         gpio: "none",

@@ -142,6 +142,7 @@ impl MainLoop {
             since_unix_ms: unix_ms().saturating_sub(now.saturating_sub(machine.since_ms)),
             led_patterns: leds,
             tally: self.tally.status(now),
+            talk: self.shared.talk.status(unix_ms()),
             machine: machine.clone(),
             gpio,
             media: self.last_sample.clone(),
@@ -206,6 +207,13 @@ impl MainLoop {
             DaemonCommand::Tally(on_air) => {
                 info!(on_air, "tally cue");
                 self.tally.cue(on_air);
+            }
+            DaemonCommand::Talk(down) => {
+                if down {
+                    self.shared.talk.press(unix_ms());
+                } else {
+                    self.shared.talk.release();
+                }
             }
             DaemonCommand::TallyIn(on_air) => {
                 info!(on_air, "tally input");

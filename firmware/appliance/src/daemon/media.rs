@@ -35,6 +35,8 @@ pub(super) struct MediaShared {
     pub(super) received: telebridge_media::PreviewSlot,
     /// The tally, for the slate's red frame: set by the main loop, read by the display.
     pub(super) on_air: Arc<AtomicBool>,
+    /// Talkback: the talk button (the main loop) and the sound (the bridge).
+    pub(super) talk: Arc<crate::roles::talkback::TalkShared>,
 }
 
 /// Applies a plan's output changes; a media restart is left to the caller.
@@ -171,6 +173,7 @@ pub(super) fn start_media(
                 received_preview: Some(shared.received.clone()),
                 signal_gate: gate,
                 on_air: Some(shared.on_air.clone()),
+                talk: Some(shared.talk.clone()),
             };
             let config = config.clone();
             tokio::spawn(async move {

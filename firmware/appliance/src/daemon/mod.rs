@@ -71,6 +71,8 @@ pub enum DaemonCommand {
     Tally(bool),
     /// The tally input (a vision mixer's contact on a GPIO pin) changed: on air, or not.
     TallyIn(bool),
+    /// The talk button (the panel's, renewed while held): down, or up.
+    Talk(bool),
     /// The paired box said it is live, or not (its tally message).
     FarLive(bool),
 }
@@ -127,6 +129,7 @@ pub fn start(
         since_unix_ms: unix_ms(),
         led_patterns: leds,
         tally: crate::tally::TallyStatus::default(),
+        talk: crate::roles::talkback::TalkStatus::default(),
         gpio: gpio_name,
         media: None,
         running: false,
@@ -143,48 +146,8 @@ pub fn start(
     let heartbeat = Heartbeat::default();
     heartbeat.beat();
 
-    // The GPIO thread (when there are pins): LEDs every 10 ms from the shared patterns, the
-    // button read as often (the debouncer wants 30 ms of a level), events to the loop.
-    let gpio_patterns = patterns.clone();
-    let gpio_cmds = cmd_tx.clone();
-    let has_pins = !matches!(board, Board::None);
-    if has_pins {
-        std::thread::Builder::new()
-            .name("gpio".into())
-            .spawn(move || {
-                let mut board = board;
-                let mut reported = false;
-                let mut tally_in = None;
-                loop {
-                    let p = *gpio_patterns.lock().unwrap_or_else(|p| p.into_inner());
-                    match board.tick(now_ms(), &p) {
-                        Ok(inputs) => {
-                            let mut said = Vec::new();
-                            if let Some(e) = inputs.button {
-                                info!(button = ?e, "button");
-                                said.push(DaemonCommand::Button(e));
-                            }
-                            if inputs.tally_in.is_some() && inputs.tally_in != tally_in {
-                                tally_in = inputs.tally_in;
-                                said.push(DaemonCommand::TallyIn(tally_in == Some(true)));
-                            }
-                            if said.into_iter().any(|c| gpio_cmds.blocking_send(c).is_err()) {
-                                break;
-                            }
-                        }
-                        Err(e) if !reported => {
-                            error!(error = %e, "GPIO failed");
-                            reported = true;
-                        }
-                        Err(_) => {}
-                    }
-                    if gpio_cmds.is_closed() {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            })
-            .map_err(|e| AppError::Runtime(format!("cannot start the GPIO thread: {e}")))?;
+    if !matches!(board, Board::None) {
+        spawn_gpio(board, patterns.clone(), cmd_tx.clone(), now_ms)?;
     }
 
     let shared = MediaShared {
@@ -193,6 +156,7 @@ pub fn start(
         peer_messages: tokio::sync::broadcast::channel(8).0,
         received: telebridge_media::PreviewSlot::default(),
         on_air: Arc::new(AtomicBool::new(false)),
+        talk: Arc::default(),
     };
     let handle = DaemonHandle {
         status: status_rx,
@@ -225,4 +189,51 @@ pub fn start(
     };
     let task = tokio::spawn(main.run(cmd_rx, media_rx, shutdown));
     Ok((handle, task))
+}
+
+/// The GPIO thread: LEDs every 10 ms from the shared patterns, the button and the tally input
+/// read as often (the debouncer wants 30 ms of a level), what they say to the main loop.
+fn spawn_gpio(
+    board: Board,
+    gpio_patterns: Arc<Mutex<[LedPattern; telebridge_gpio::LEDS]>>,
+    gpio_cmds: mpsc::Sender<DaemonCommand>,
+    now_ms: impl Fn() -> u64 + Send + 'static,
+) -> Result<(), AppError> {
+    std::thread::Builder::new()
+        .name("gpio".into())
+        .spawn(move || {
+            let mut board = board;
+            let mut reported = false;
+            let mut tally_in = None;
+            loop {
+                let p = *gpio_patterns.lock().unwrap_or_else(|p| p.into_inner());
+                match board.tick(now_ms(), &p) {
+                    Ok(inputs) => {
+                        let mut said = Vec::new();
+                        if let Some(e) = inputs.button {
+                            info!(button = ?e, "button");
+                            said.push(DaemonCommand::Button(e));
+                        }
+                        if inputs.tally_in.is_some() && inputs.tally_in != tally_in {
+                            tally_in = inputs.tally_in;
+                            said.push(DaemonCommand::TallyIn(tally_in == Some(true)));
+                        }
+                        if said.into_iter().any(|c| gpio_cmds.blocking_send(c).is_err()) {
+                            break;
+                        }
+                    }
+                    Err(e) if !reported => {
+                        error!(error = %e, "GPIO failed");
+                        reported = true;
+                    }
+                    Err(_) => {}
+                }
+                if gpio_cmds.is_closed() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| AppError::Runtime(format!("cannot start the GPIO thread: {e}")))
 }

@@ -25,6 +25,8 @@ pub struct DaemonStatus {
     pub led_patterns: [LedPattern; telebridge_gpio::LEDS],
     /// The tally light: on air, and why.
     pub tally: crate::tally::TallyStatus,
+    /// Talkback with the paired box.
+    pub talk: crate::roles::talkback::TalkStatus,
     /// The GPIO backend.
     pub gpio: &'static str,
     /// The latest one-second sample of the running media (serialised as `--stats json` prints it).

@@ -70,6 +70,8 @@ pub struct BridgeOptions {
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// The tally: while set, the slate is framed in red (the box is on air).
     pub on_air: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Talkback with the paired box (the daemon's talk button and status).
+    pub talk: Option<Arc<super::talkback::TalkShared>>,
 }
 
 impl std::fmt::Debug for BridgeOptions {
@@ -87,6 +89,8 @@ pub async fn run_bridge(
     let route = options.link.clone().map_err(|why| AppError::BadInput(format!("role bridge: {why}")))?;
     let link = route.first.clone();
     let feed = Arc::new(PeerFeed::new(&link, config.bridge.record.clone(), options.on_control.clone()));
+    let wins_ties = link.mode == telebridge_config::SrtMode::Listener;
+    let talk = options.talk.clone().map(|t| super::talkback::TalkRun::start(&config.talkback, t, &feed, wins_ties));
     let latest: Arc<Mutex<Option<DecodeSample>>> = Arc::default();
     let echo = telebridge_media::timecode::Echo::default();
     let decode = DecodeOptions {
@@ -152,5 +156,8 @@ pub async fn run_bridge(
     };
     let (sent, received, ()) = tokio::join!(encoder, decoder, outside);
     feed.stop();
+    if let Some(t) = talk {
+        let _ = tokio::task::spawn_blocking(move || t.stop()).await;
+    }
     Ok(BridgeSummary { sending: sent?, receiving: received? })
 }

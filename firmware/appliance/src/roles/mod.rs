@@ -8,3 +8,4 @@ mod decoder_stop;
 pub mod encoder;
 pub mod peer;
 pub mod relay;
+pub mod talkback;

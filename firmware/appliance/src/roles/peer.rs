@@ -27,6 +27,11 @@ pub struct PeerFeed {
     last: Mutex<Option<Instant>>,
     recording: Mutex<Option<Recording>>,
     on_control: Option<ControlCallback>,
+    /// Where talkback messages go (the bridge's talkback, when it has one).
+    on_talk: OnceLock<ControlCallback>,
+    /// The connection, for messages to the paired box (set once the encoder has started it;
+    /// weak: the encoder owns it and stops it).
+    sender: RwLock<Option<std::sync::Weak<Box<dyn crate::outputs::Output>>>>,
 }
 
 /// Receives the paired box's control messages (see `telebridge_pairing::control`).
@@ -52,11 +57,19 @@ impl PeerFeed {
             last: Mutex::new(None),
             recording: Mutex::new(record.map(|spec| Recording::start("received".into(), spec))),
             on_control,
+            on_talk: OnceLock::new(),
+            sender: RwLock::new(None),
         }
     }
 
     /// What the peer sent (from the connection's thread).
     pub fn receive(&self, data: &[u8]) {
+        if crate::talk::is_talk(data) {
+            if let Some(cb) = self.on_talk.get() {
+                cb(data);
+            }
+            return;
+        }
         if telebridge_pairing::control::is_control(data) {
             if let Some(cb) = &self.on_control {
                 cb(data);
@@ -77,6 +90,28 @@ impl PeerFeed {
     /// Where the decoder takes the stream.
     pub fn attach(&self, consumer: TsConsumer) {
         *self.consumer.write().unwrap_or_else(|p| p.into_inner()) = Some(consumer);
+    }
+
+    /// Talkback messages from the peer go to `cb` (set once, by the bridge).
+    pub fn on_talk(&self, cb: ControlCallback) {
+        let _ = self.on_talk.set(cb);
+    }
+
+    /// The connection, for messages to the peer (set when the encoder has started it).
+    pub fn set_sender(&self, out: &Arc<Box<dyn crate::outputs::Output>>) {
+        *self.sender.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(out));
+    }
+
+    /// Sends `message` to the peer beside the stream; `false` while there is no connection.
+    pub fn send(&self, message: &[u8]) -> bool {
+        let out = self.sender.read().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(std::sync::Weak::upgrade);
+        match out {
+            Some(out) => {
+                out.send(message);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The connection's status (set once, when the encoder has started it).

@@ -133,7 +133,9 @@ impl EncoderRun {
             Some(on_receive),
         )?;
         link.feed.set_output(out.status());
-        self.attach(link.name.clone(), Arc::new(Box::new(out)));
+        let out: Arc<Box<dyn Output>> = Arc::new(Box::new(out));
+        link.feed.set_sender(&out);
+        self.attach(link.name.clone(), out);
         info!(link = %link.url, "connection to the paired box added");
         Ok(())
     }
