@@ -360,6 +360,8 @@ pub struct GpioConfig {
     pub tally_in: i32,
     /// The tally input is active low (the mixer's contact pulls the pin to ground; a pull-up).
     pub tally_in_active_low: bool,
+    /// Talkback's talk button (push to talk, wired as the go-live button is). -1 = not fitted.
+    pub talk_button: i32,
 }
 
 impl Default for GpioConfig {
@@ -376,6 +378,7 @@ impl Default for GpioConfig {
             button_active_low: true,
             tally_in: -1,
             tally_in_active_low: true,
+            talk_button: -1,
         }
     }
 }

@@ -100,6 +100,8 @@ pub struct GpioPins {
     pub tally_in: Option<u32>,
     /// Active = low.
     pub tally_in_active_low: bool,
+    /// Talkback's talk button (wired as the go-live button: `button_active_low`).
+    pub talk_button: Option<u32>,
 }
 
 /// A configuration that passed [`Config::validate`]: typed, checked, ready to apply.

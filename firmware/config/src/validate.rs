@@ -354,6 +354,7 @@ impl Config {
             ("gpio.led_tally", g.led_tally),
             ("gpio.button", g.button),
             ("gpio.tally_in", g.tally_in),
+            ("gpio.talk_button", g.talk_button),
         ] {
             let pin = match value {
                 -1 => None,
@@ -378,6 +379,7 @@ impl Config {
             button_active_low: g.button_active_low,
             tally_in: pins[6].1,
             tally_in_active_low: g.tally_in_active_low,
+            talk_button: pins[7].1,
         })
     }
 }

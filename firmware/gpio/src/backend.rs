@@ -227,7 +227,13 @@ fn open_pi(pins: &GpioPins) -> Result<Board, GpioError> {
         Some(p) => Some(line(p, "tally input", LineRequestFlags::INPUT)?),
         None => None,
     };
-    let panel = Panel::new(leds, button, pins.button_active_low).with_tally_in(tally_in, pins.tally_in_active_low);
+    let talk = match pins.talk_button {
+        Some(p) => Some(line(p, "talk button", LineRequestFlags::INPUT)?),
+        None => None,
+    };
+    let panel = Panel::new(leds, button, pins.button_active_low)
+        .with_tally_in(tally_in, pins.tally_in_active_low)
+        .with_talk_button(talk, pins.button_active_low);
     Ok(Board::Pi(Box::new(panel)))
 }
 
@@ -250,6 +256,7 @@ mod tests {
             button_active_low: true,
             tally_in: Some(21),
             tally_in_active_low: true,
+            talk_button: Some(16),
         }
     }
 

@@ -50,6 +50,8 @@ pub struct Inputs {
     pub button: Option<ButtonEvent>,
     /// The tally input's debounced level (`true`: on air); `None` when none is wired.
     pub tally_in: Option<bool>,
+    /// The talk button's debounced level (`true`: held); `None` when none is fitted.
+    pub talk: Option<bool>,
 }
 
 /// A debounced input: its pin, which level means active, its debouncer.
@@ -81,6 +83,7 @@ pub struct Panel<O, I> {
     button: Option<Input<I>>,
     tracker: ButtonTracker,
     tally_in: Option<Input<I>>,
+    talk: Option<Input<I>>,
 }
 
 impl<O: OutputPin, I: InputPin> Panel<O, I> {
@@ -92,12 +95,19 @@ impl<O: OutputPin, I: InputPin> Panel<O, I> {
             button: button.map(|pin| Input::new(pin, active_low)),
             tracker: ButtonTracker::default(),
             tally_in: None,
+            talk: None,
         }
     }
 
     /// With a tally input on `pin` (`active_low`: on air when it reads low).
     pub fn with_tally_in(mut self, pin: Option<I>, active_low: bool) -> Self {
         self.tally_in = pin.map(|pin| Input::new(pin, active_low));
+        self
+    }
+
+    /// With talkback's talk button on `pin` (`active_low`: held when it reads low).
+    pub fn with_talk_button(mut self, pin: Option<I>, active_low: bool) -> Self {
+        self.talk = pin.map(|pin| Input::new(pin, active_low));
         self
     }
 
@@ -121,6 +131,9 @@ impl<O: OutputPin, I: InputPin> Panel<O, I> {
         if let Some(tally) = self.tally_in.as_mut() {
             inputs.tally_in = Some(tally.read(now_ms, "tally input")?);
         }
+        if let Some(talk) = self.talk.as_mut() {
+            inputs.talk = Some(talk.read(now_ms, "talk button")?);
+        }
         Ok(inputs)
     }
 
@@ -130,8 +143,8 @@ impl<O: OutputPin, I: InputPin> Panel<O, I> {
     }
 
     /// Gives the pins back (tests check their transactions).
-    pub fn release(self) -> ([Option<O>; LEDS], Option<I>, Option<I>) {
-        (self.leds, self.button.map(|b| b.pin), self.tally_in.map(|t| t.pin))
+    pub fn release(self) -> ([Option<O>; LEDS], Option<I>, Option<I>, Option<I>) {
+        (self.leds, self.button.map(|b| b.pin), self.tally_in.map(|t| t.pin), self.talk.map(|t| t.pin))
     }
 }
 
@@ -164,7 +177,7 @@ mod tests {
             assert_eq!(panel.tick(t, &PATTERNS).unwrap(), Inputs::default());
         }
         assert_eq!(panel.lit(), [true, false, false, true, false]);
-        let (leds, _, _) = panel.release();
+        let (leds, _, _, _) = panel.release();
         for mut l in leds.into_iter().flatten() {
             l.done();
         }
@@ -196,7 +209,7 @@ mod tests {
         }
         // Down counted at 45 (9 + 30 ms held... settled from 9), up at 240, one Press.
         assert_eq!(events, [(240, ButtonEvent::Press)]);
-        let (_, button, _) = panel.release();
+        let (_, button, _, _) = panel.release();
         button.unwrap().done();
     }
 
@@ -222,8 +235,27 @@ mod tests {
         assert_eq!(seen.iter().find(|(_, on)| *on == Some(true)).map(|(t, _)| *t), Some(140), "{seen:?}");
         assert!(seen.iter().all(|(t, on)| *t >= 100 || *on == Some(false)), "the glitch is ignored: {seen:?}");
         assert_eq!(seen.last().map(|(_, on)| *on), Some(Some(false)), "off when the contact opens: {seen:?}");
-        let (_, _, tally) = panel.release();
+        let (_, _, tally, _) = panel.release();
         tally.unwrap().done();
+    }
+
+    #[test]
+    fn the_talk_button_is_held_while_down() {
+        let levels = [
+            (0, State::High),
+            (10, State::Low),
+            (30, State::Low),
+            (45, State::Low),
+            (500, State::High),
+            (540, State::High),
+        ];
+        let talk = Mock::new(&levels.iter().map(|(_, s)| T::get(*s)).collect::<Vec<_>>());
+        let mut panel: Panel<Mock, Mock> =
+            Panel::new([None, None, None, None, None], None, true).with_talk_button(Some(talk), true);
+        let held: Vec<Option<bool>> = levels.iter().map(|(t, _)| panel.tick(*t, &PATTERNS).unwrap().talk).collect();
+        assert_eq!(held, [Some(false), Some(false), Some(false), Some(true), Some(true), Some(false)]);
+        let (_, _, _, talk) = panel.release();
+        talk.unwrap().done();
     }
 
     #[test]
@@ -232,7 +264,7 @@ mod tests {
         let mut panel: Panel<Mock, Mock> = Panel::new([None, None, Some(live), None, None], None, true);
         panel.tick(0, &PATTERNS).unwrap();
         panel.tick(600, &PATTERNS).unwrap();
-        let (leds, _, _) = panel.release();
+        let (leds, _, _, _) = panel.release();
         for mut l in leds.into_iter().flatten() {
             l.done();
         }
