@@ -189,7 +189,9 @@ function renderTalk(s) {
   $('#talk-button').classList.toggle('held', t.state === 'talking');
 }
 // Push to talk: pressed while the pointer (or the space bar on the button) holds it, renewed
-// every 500 ms (the box lets go by itself 1.5 s after the last renewal).
+// every 500 ms (the box lets go by itself 1.5 s after the last renewal). The pointer is captured:
+// the page moving under a held finger (a badge appearing) does not let go; leaving the window
+// does.
 let talkTimer = null;
 function talkDown() {
   if (talkTimer) return;
@@ -204,8 +206,13 @@ function talkUp() {
   api('POST', '/api/talk', { talking: false });
 }
 const talkButton = $('#talk-button');
-talkButton.addEventListener('pointerdown', (e) => { e.preventDefault(); talkDown(); });
-for (const ev of ['pointerup', 'pointerleave', 'pointercancel', 'blur']) talkButton.addEventListener(ev, talkUp);
+talkButton.addEventListener('pointerdown', (e) => {
+  e.preventDefault();
+  talkButton.setPointerCapture(e.pointerId);
+  talkDown();
+});
+for (const ev of ['pointerup', 'pointercancel', 'lostpointercapture', 'blur']) talkButton.addEventListener(ev, talkUp);
+window.addEventListener('blur', talkUp);
 talkButton.addEventListener('keydown', (e) => { if (e.key === ' ' && !e.repeat) { e.preventDefault(); talkDown(); } });
 talkButton.addEventListener('keyup', (e) => { if (e.key === ' ') talkUp(); });
 
