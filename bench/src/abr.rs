@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use telebridge_sync::Locked;
 
 use anyhow::Context;
 use linkemu::{CapacityTrace, Impairment, LinkParams};
@@ -210,9 +211,7 @@ impl Encoder {
         let s = samples.clone();
         let options = RunOptions {
             duration: Some(Duration::from_secs_f64(self.seconds)),
-            on_sample: Some(Arc::new(move |x: &StatsSample| {
-                s.lock().unwrap_or_else(|p| p.into_inner()).push(x.clone())
-            })),
+            on_sample: Some(Arc::new(move |x: &StatsSample| s.locked().push(x.clone()))),
             rate_law: self.rate_law,
             rate_step: self.rate_step,
             // What the law saw and chose, step by step, for every run.
@@ -222,7 +221,7 @@ impl Encoder {
         telebridge_appliance::run_encoder(config, options, std::future::pending::<()>())
             .await
             .map_err(|e| anyhow::anyhow!("the encoder: {e}"))?;
-        let samples = samples.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let samples = samples.locked().clone();
         Ok(samples)
     }
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use telebridge_sync::Locked;
 
 use linkemu::relay::DirectionCounters;
 
@@ -22,7 +23,7 @@ impl OfferedLog {
     pub async fn finish(self) -> Offered {
         self.task.abort();
         let _ = self.task.await;
-        std::mem::take(&mut *self.rows.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *self.rows.locked())
     }
 }
 
@@ -36,7 +37,7 @@ pub fn spawn_offered_log(links: Vec<Arc<DirectionCounters>>) -> OfferedLog {
         loop {
             tick.tick().await;
             let row = links.iter().map(|l| l.snapshot().offered).collect();
-            r.lock().unwrap_or_else(|p| p.into_inner()).push((start.elapsed().as_secs_f64(), row));
+            r.locked().push((start.elapsed().as_secs_f64(), row));
         }
     });
     OfferedLog { task, rows }

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
+use telebridge_sync::Locked;
 
 use telebridge_config::{Config, ValidConfig, ValidationErrors};
 use tokio::sync::mpsc;
@@ -57,7 +58,7 @@ impl ConfigStore {
 
     /// The configuration as saved (secrets included: callers redact).
     pub fn file(&self) -> Config {
-        self.file.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.file.locked().clone()
     }
 
     /// The configuration as the daemon runs it (the file with the command line's overrides).
@@ -87,7 +88,7 @@ impl ConfigStore {
                 return Err(StoreError::Save { path: self.path_display(), message });
             }
         }
-        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = new;
+        *self.file.locked() = new;
         self.commands.send(DaemonCommand::Apply(Box::new(valid.clone()))).await.map_err(|_| StoreError::Stopped)?;
         Ok(valid)
     }
@@ -108,7 +109,7 @@ impl ConfigStore {
         };
         match (self.overrides)(file.clone()).validate() {
             Ok(valid) => {
-                *self.file.lock().unwrap_or_else(|p| p.into_inner()) = file;
+                *self.file.locked() = file;
                 tracing::info!(file = %path.display(), "reload: configuration read");
                 let _ = self.commands.send(DaemonCommand::Apply(Box::new(valid))).await;
             }

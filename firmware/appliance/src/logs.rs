@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::Mutex;
+use telebridge_sync::Locked;
 
 /// Lines kept.
 pub const LINES: usize = 300;
@@ -20,12 +21,12 @@ pub fn route_library_logs() {
 
 /// The last `n` log lines, oldest first.
 pub fn tail(n: usize) -> Vec<String> {
-    let ring = RING.lock().unwrap_or_else(|p| p.into_inner());
+    let ring = RING.locked();
     ring.iter().skip(ring.len().saturating_sub(n)).cloned().collect()
 }
 
 fn keep(text: &[u8]) {
-    let mut ring = RING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut ring = RING.locked();
     for line in String::from_utf8_lossy(text).lines().filter(|l| !l.is_empty()) {
         if ring.len() == LINES {
             ring.pop_front();

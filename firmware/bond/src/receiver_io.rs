@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use crate::proto::SENDER_ID_LEN;
 use crate::receiver::{Action, GroupStatus, GroupToken, Limits, Receiver};
@@ -26,7 +27,7 @@ struct Shared {
 
 impl Shared {
     fn core(&self) -> MutexGuard<'_, Receiver> {
-        self.core.lock().unwrap_or_else(|p| p.into_inner())
+        self.core.locked()
     }
 }
 

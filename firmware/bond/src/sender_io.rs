@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use telebridge_sync::{Locked, RwLocked};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use telebridge_config::Uplink;
@@ -32,11 +33,11 @@ struct Shared {
 
 impl Shared {
     fn core(&self) -> MutexGuard<'_, Sender> {
-        self.core.lock().unwrap_or_else(|p| p.into_inner())
+        self.core.locked()
     }
 
     fn uplink(&self, n: usize) -> Option<Arc<UdpSocket>> {
-        self.uplinks.get(n)?.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.uplinks.get(n)?.reading().clone()
     }
 
     /// Carries out what the state machine asked; a send that fails kills its uplink at once.
@@ -54,7 +55,7 @@ impl Shared {
                         }
                     }
                     Out::Srt(data) => {
-                        let peer = *self.srt_peer.lock().unwrap_or_else(|p| p.into_inner());
+                        let peer = *self.srt_peer.locked();
                         if let Some(peer) = peer {
                             let _ = self.local.send_to(&data, peer);
                         }
@@ -159,7 +160,7 @@ fn local_loop(shared: &Shared) {
     while !shared.stop.load(Ordering::Relaxed) {
         match shared.local.recv_from(&mut buf) {
             Ok((n, from)) => {
-                *shared.srt_peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(from);
+                *shared.srt_peer.locked() = Some(from);
                 let link = shared.core().on_srt(&buf[..n]);
                 if let Some(link) = link {
                     shared.carry_out(vec![Out::Link(link, buf[..n].to_vec())]);
@@ -185,7 +186,7 @@ fn uplink_loop(shared: &Shared, n: usize, uplink: &Uplink, receiver: SocketAddr)
             match open_uplink(uplink, receiver) {
                 Ok(s) => {
                     tracing::info!(%uplink, local = ?s.local_addr().ok(), "uplink open");
-                    *shared.uplinks[n].write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(s));
+                    *shared.uplinks[n].writing() = Some(Arc::new(s));
                     warned = false;
                 }
                 Err(e) => {

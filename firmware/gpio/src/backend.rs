@@ -3,6 +3,7 @@
 //! button it presses, or none.
 
 use std::sync::{Arc, Mutex};
+use telebridge_sync::Locked;
 
 use embedded_hal::digital::{ErrorType, InputPin, OutputPin};
 use serde::Serialize;
@@ -55,17 +56,17 @@ pub struct SimBoard(Arc<Mutex<SimState>>);
 impl SimBoard {
     /// The state now.
     pub fn state(&self) -> SimState {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+        *self.0.locked()
     }
 
     /// Holds the button down (`true`) or lets it go.
     pub fn set_button(&self, pressed: bool) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).button_pressed = pressed;
+        self.0.locked().button_pressed = pressed;
     }
 
     /// Closes the mixer's tally contact (`true`) or opens it.
     pub fn set_tally_in(&self, on_air: bool) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).tally_in = on_air;
+        self.0.locked().tally_in = on_air;
     }
 }
 
@@ -100,12 +101,12 @@ impl ErrorType for SimLed {
 
 impl OutputPin for SimLed {
     fn set_low(&mut self) -> Result<(), Self::Error> {
-        self.board.0.lock().unwrap_or_else(|p| p.into_inner()).leds[self.index] = false;
+        self.board.0.locked().leds[self.index] = false;
         Ok(())
     }
 
     fn set_high(&mut self) -> Result<(), Self::Error> {
-        self.board.0.lock().unwrap_or_else(|p| p.into_inner()).leds[self.index] = true;
+        self.board.0.locked().leds[self.index] = true;
         Ok(())
     }
 }

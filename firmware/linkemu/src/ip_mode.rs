@@ -15,6 +15,7 @@ use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use telebridge_sync::Locked;
 
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
@@ -158,7 +159,7 @@ pub async fn start(prefix: &str, forward: Impairment, reverse: Impairment) -> io
                 match guard.try_io(|f| f.get_ref().read(&mut buf)) {
                     Ok(Ok(n)) if n > 0 => {
                         counters.offered.fetch_add(1, Ordering::Relaxed);
-                        let v = imp.lock().unwrap_or_else(|p| p.into_inner()).on_packet(Instant::now() - start, n);
+                        let v = imp.locked().on_packet(Instant::now() - start, n);
                         counters.count(&v);
                         if let Verdict::Deliver(at) = v {
                             let p = Pending {

@@ -7,6 +7,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use telebridge_sync::Locked;
 
 use serde::Serialize;
 use tokio::net::UdpSocket;
@@ -263,7 +264,7 @@ async fn start_links(
             };
             link.fc.offered.fetch_add(1, Ordering::Relaxed);
             let now = Instant::now();
-            let v = link.forward.lock().unwrap_or_else(|p| p.into_inner()).on_packet(now - start, n);
+            let v = link.forward.locked().on_packet(now - start, n);
             link.fc.count(&v);
             if let Verdict::Deliver(at) = v {
                 let out: Out = Arc::new(move |d: &[u8]| up.try_send(d));
@@ -298,7 +299,7 @@ async fn upstream(
         while let Ok(n) = u2.recv(&mut buf).await {
             link.rc.offered.fetch_add(1, Ordering::Relaxed);
             let now = Instant::now();
-            let v = link.reverse.lock().unwrap_or_else(|p| p.into_inner()).on_packet(now - start, n);
+            let v = link.reverse.locked().on_packet(now - start, n);
             link.rc.count(&v);
             if let Verdict::Deliver(at) = v {
                 let sock = listen_socket.clone();

@@ -8,6 +8,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use telebridge_sync::Locked;
 
 use gst::prelude::*;
 use gst_video::prelude::*;
@@ -42,12 +43,12 @@ pub struct DecoderCounters {
 impl DecoderCounters {
     /// A new connection: forget the last one's unsupported streams.
     pub fn new_connection(&self) {
-        self.unsupported.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.unsupported.locked().clear();
     }
 
     /// The unsupported streams of the current connection.
     pub fn unsupported(&self) -> Vec<String> {
-        self.unsupported.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.unsupported.locked().clone()
     }
 }
 
@@ -341,7 +342,7 @@ fn route_demuxed(
             StreamKind::Unsupported(what) => {
                 // Not decoded: drained into a fakesink so that it neither stalls the demuxer
                 // nor fails the pipeline, and named so the box can say what it receives.
-                unsupported_counters.unsupported.lock().unwrap_or_else(|p| p.into_inner()).push(what);
+                unsupported_counters.unsupported.locked().push(what);
                 discard(demux, pad);
                 return;
             }
@@ -369,7 +370,7 @@ fn detect_beeps(sound: &gst::Element, on_mark: MarkConsumer) {
             if let (Some((rate, channels)), Some(pts), Ok(map)) = (format, buffer.pts(), buffer.map_readable()) {
                 let samples: Vec<f32> =
                     map.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-                let mut d = beeps.lock().unwrap_or_else(|p| p.into_inner());
+                let mut d = beeps.locked();
                 for onset in d.samples(&samples, channels, rate, pts.nseconds()) {
                     marks(AvMark::Beep(onset));
                 }
@@ -398,13 +399,13 @@ fn frame_callbacks(
             }
             if let Some(pts) = sample.buffer().and_then(|b| b.pts()) {
                 let read = sample_flash(&sample);
-                let started = flashes.lock().unwrap_or_else(|p| p.into_inner()).frame(pts.nseconds(), read);
+                let started = flashes.locked().frame(pts.nseconds(), read);
                 if let Some(t) = started {
                     on_mark(AvMark::Flash(t));
                 }
             }
             let read = sample_timecodes(&sample);
-            let mut g = gaps.lock().unwrap_or_else(|p| p.into_inner());
+            let mut g = gaps.locked();
             counters.frames_missing.fetch_add(g.frame(read.map(|(tc, _)| tc.frame)), Ordering::Relaxed);
             counters.frames_unread.store(g.unread(), Ordering::Relaxed);
             drop(g);

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use telebridge_sync::Locked;
 
 use gst::prelude::*;
 use telebridge_config::{AudioSource, TalkOutput};
@@ -241,7 +242,7 @@ impl TalkReceiver {
                 if let Some(map) = info.buffer().and_then(|b| b.map_readable().ok()) {
                     let samples: Vec<i16> =
                         map.as_slice().chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
-                    let onset = onsets.lock().unwrap_or_else(|p| p.into_inner()).feed(&samples, unix_ms());
+                    let onset = onsets.locked().feed(&samples, unix_ms());
                     if let Some(at) = onset {
                         lag.store((at % 1_000).max(1), Ordering::Relaxed);
                     }

@@ -12,6 +12,7 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use telebridge_sync::Locked;
 
 /// Cells per row.
 pub const COLUMNS: usize = 40;
@@ -197,12 +198,12 @@ pub struct Echo(Arc<Mutex<Option<(Timecode, Instant)>>>);
 impl Echo {
     /// This box showed a frame carrying `tc` at `now`.
     pub fn heard(&self, tc: Timecode, now: Instant) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((tc, now));
+        *self.0.locked() = Some((tc, now));
     }
 
     /// What to burn back into a frame captured at `now`: the latest timecode, if fresh.
     pub fn fresh(&self, now: Instant) -> Option<Timecode> {
-        let latest = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let latest = *self.0.locked();
         latest.filter(|(_, at)| now.saturating_duration_since(*at) <= ECHO_FRESH).map(|(tc, _)| tc)
     }
 }

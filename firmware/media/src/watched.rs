@@ -13,6 +13,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use tracing::warn;
 
@@ -64,7 +65,7 @@ impl<T> DerefMut for WatchedGuard<'_, T> {
 
 impl<T> Drop for WatchedGuard<'_, T> {
     fn drop(&mut self) {
-        *self.holder.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.holder.locked() = None;
     }
 }
 
@@ -77,7 +78,7 @@ impl<T> Watched<T> {
     fn held<'a>(&'a self, guard: MutexGuard<'a, T>, site: &'static Location<'static>) -> WatchedGuard<'a, T> {
         let t = std::thread::current();
         let thread = t.name().map_or_else(|| format!("{:?}", t.id()), str::to_string);
-        *self.holder.lock().unwrap_or_else(|p| p.into_inner()) = Some(Holder { thread, site, since: Instant::now() });
+        *self.holder.locked() = Some(Holder { thread, site, since: Instant::now() });
         WatchedGuard { guard, holder: &self.holder }
     }
 
@@ -85,7 +86,7 @@ impl<T> Watched<T> {
     #[track_caller]
     pub fn lock(&self) -> WatchedGuard<'_, T> {
         let site = Location::caller();
-        let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self.inner.locked();
         self.held(guard, site)
     }
 
@@ -120,7 +121,7 @@ impl<T> Watched<T> {
 
     /// Who holds the lock now, if anyone.
     pub fn holder(&self) -> Option<Holder> {
-        self.holder.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.holder.locked().clone()
     }
 }
 
@@ -191,7 +192,7 @@ impl Heartbeat {
             .name("heartbeat".into())
             .spawn(move || {
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(limit / 4) {
-                    let pulse = b.lock().unwrap_or_else(|p| p.into_inner()).look(Instant::now(), limit);
+                    let pulse = b.locked().look(Instant::now(), limit);
                     if let Pulse::Stalled { stage, for_ms } = pulse {
                         warn!(r#loop = name, stage, for_ms, "a loop stopped turning");
                     }
@@ -203,7 +204,7 @@ impl Heartbeat {
 
     /// The loop reached `stage`.
     pub fn beat(&self, stage: &'static str) {
-        let pulse = self.beats.lock().unwrap_or_else(|p| p.into_inner()).beat(stage, Instant::now());
+        let pulse = self.beats.locked().beat(stage, Instant::now());
         if let Pulse::Resumed { for_ms } = pulse {
             warn!(r#loop = self.name, stage, for_ms, "a stopped loop turns again");
         }

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use telebridge_sync::Locked;
 
 use telebridge_config::FileSpec;
 use telebridge_srt::supervisor::{Attempt, Control, Job, Supervisor};
@@ -62,7 +63,7 @@ impl Recording {
     /// wake of that thread) per 32 messages, not per message.
     pub fn send(&self, data: &[u8]) {
         let full = {
-            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let mut pending = self.pending.locked();
             pending.extend_from_slice(data);
             (pending.len() >= BATCH_BYTES).then(|| std::mem::replace(&mut *pending, Vec::with_capacity(BATCH_BYTES)))
         };
@@ -91,7 +92,7 @@ impl Recording {
 
     fn shutdown(&mut self) {
         // What is gathered, then the stop behind the data already queued: all of it is written.
-        let rest = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let rest = std::mem::take(&mut *self.pending.locked());
         if !rest.is_empty() {
             let _ = self.tx.send(Msg::Data(rest));
         }

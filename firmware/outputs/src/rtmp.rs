@@ -13,6 +13,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use gst::prelude::*;
 use telebridge_config::RtmpUrl;
@@ -50,7 +51,7 @@ impl RtmpOutput {
 
     /// Hands the output TS bytes; never blocks.
     pub fn send(&self, data: &[u8]) {
-        let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = self.slot.locked();
         if let Some(src) = slot.as_ref() {
             if src.current_level_bytes() + data.len() as u64 > self.queue_bytes {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -95,7 +96,7 @@ impl Job for Worker {
         let end = match self.build() {
             Ok((pipeline, sink)) => {
                 let end = self.connection(control, &pipeline, &sink, attempts);
-                *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                *self.slot.locked() = None;
                 let _ = pipeline.set_state(gst::State::Null);
                 end
             }
@@ -186,7 +187,7 @@ impl Worker {
             }
         });
         map(pipeline.set_state(gst::State::Playing).map(|_| ()).map_err(|e| gst::glib::bool_error!("{e}")))?;
-        *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(appsrc);
+        *self.slot.locked() = Some(appsrc);
         Ok((pipeline, sink))
     }
 
@@ -200,7 +201,7 @@ impl Worker {
         let mut last_progress = Instant::now();
         loop {
             if control.stop_within(Duration::from_millis(200)) {
-                if let Some(src) = self.slot.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                if let Some(src) = self.slot.locked().as_ref() {
                     let _ = src.end_of_stream();
                 }
                 let _ = bus.timed_pop_filtered(

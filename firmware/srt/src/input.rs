@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use serde::Serialize;
 use telebridge_config::{SrtMode, SrtUrl};
@@ -182,7 +183,7 @@ impl Job for Worker {
                 Err(reason) => Some(reason),
             },
         };
-        *self.sender.lock().unwrap_or_else(|p| p.into_inner()) = SenderSlot::default();
+        *self.sender.locked() = SenderSlot::default();
         match ended {
             Some(reason) => Attempt::Failed(reason),
             None => Attempt::Stopped,
@@ -214,7 +215,7 @@ impl Worker {
             let sock = Listener::new(
                 sock,
                 Arc::new(move |_: &str, _| {
-                    if slot.lock().unwrap_or_else(|p| p.into_inner()).admits(Instant::now()) {
+                    if slot.locked().admits(Instant::now()) {
                         Admit::Accept(None)
                     } else {
                         Admit::Reject(SRT_REJX_CONFLICT)
@@ -367,7 +368,7 @@ impl Worker {
     }
 
     fn slot(&self, f: impl FnOnce(&mut SenderSlot)) {
-        f(&mut self.sender.lock().unwrap_or_else(|p| p.into_inner()));
+        f(&mut self.sender.locked());
     }
 
     fn peer(&self) -> String {

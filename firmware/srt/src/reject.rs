@@ -4,6 +4,7 @@
 
 use std::ffi::CStr;
 use std::sync::{Mutex, OnceLock};
+use telebridge_sync::Locked;
 
 use crate::ffi;
 use std::time::Instant;
@@ -105,7 +106,7 @@ fn rejects() -> &'static Mutex<Vec<(Instant, RejectReason)>> {
 
 /// The most specific rejection logged since `since`, if any.
 pub fn rejected_since(since: Instant) -> Option<RejectReason> {
-    let g = rejects().lock().unwrap_or_else(|p| p.into_inner());
+    let g = rejects().locked();
     let recent: Vec<&RejectReason> = g.iter().filter(|(t, _)| *t >= since).map(|(_, r)| r).collect();
     recent.iter().find(|r| !matches!(r, RejectReason::Other(_))).or_else(|| recent.first()).map(|r| (*r).clone())
 }
@@ -115,7 +116,7 @@ pub fn rejected_since(since: Instant) -> Option<RejectReason> {
 const MAX_REJECTS: usize = 64;
 
 fn record(reason: RejectReason) {
-    let mut g = rejects().lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = rejects().locked();
     let now = Instant::now();
     g.retain(|(t, _)| now.duration_since(*t).as_secs() < 60);
     if g.len() >= MAX_REJECTS {

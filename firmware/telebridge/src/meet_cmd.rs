@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use telebridge_pairing::meet::{parse_ports, Drop as Dropped, Meet, Meeting};
 use tracing::{info, warn};
@@ -91,7 +92,7 @@ fn serve(port: u16, side: usize, mine: &UdpSocket, other: &UdpSocket, pair: &Mut
                 continue;
             }
         };
-        let meet = pair.lock().unwrap_or_else(|p| p.into_inner()).on_datagram(side, from, &buf[..n], Instant::now());
+        let meet = pair.locked().on_datagram(side, from, &buf[..n], Instant::now());
         match meet {
             Meet::Forward(to) => {
                 let _ = other.send_to(&buf[..n], to);

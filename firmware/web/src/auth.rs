@@ -20,6 +20,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use argon2::password_hash::{PasswordHash, SaltString};
 use argon2::Argon2;
@@ -165,7 +166,7 @@ impl Auth {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.locked()
     }
 
     /// The setup code, while setup is open.

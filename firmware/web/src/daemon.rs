@@ -5,6 +5,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
+use telebridge_sync::Locked;
 
 use telebridge_appliance::{DaemonCommand, DaemonHandle, DaemonStatus};
 use telebridge_gpio::backend::SimBoard;
@@ -49,7 +50,7 @@ impl Daemon for DaemonHandle {
     }
 
     fn preview(&self) -> Option<Vec<u8>> {
-        self.preview.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.preview.locked().clone()
     }
 
     fn sim(&self) -> Option<SimBoard> {
@@ -65,6 +66,6 @@ impl Daemon for DaemonHandle {
     }
 
     fn received_preview(&self) -> Option<Vec<u8>> {
-        self.received_preview.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.received_preview.locked().clone()
     }
 }

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::Mutex;
+use telebridge_sync::Locked;
 
 use telebridge_appliance::state::State;
 use telebridge_appliance::MediaSample;
@@ -64,7 +65,7 @@ impl History {
             state: State::ALL.iter().position(|s| *s == state).unwrap_or(0) as u8,
             ..Row::default()
         };
-        let mut guard = self.rows.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.rows.locked();
         let (rows, last) = &mut *guard;
         if let Some((m, s)) = media.and_then(|m| m.main_srt().map(|s| (m, s))) {
             let totals = Totals {
@@ -94,7 +95,7 @@ impl History {
 
     /// Rows from the last `minutes`.
     pub fn last(&self, minutes: u32) -> Vec<Row> {
-        let guard = self.rows.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self.rows.locked();
         let n = (minutes as usize * 60).min(guard.0.len());
         guard.0.iter().skip(guard.0.len() - n).copied().collect()
     }
@@ -111,7 +112,7 @@ impl History {
 
     /// The newest row as a CSV line (the panel's graphs add it live, as they read the CSV).
     pub fn latest_line(&self) -> Option<String> {
-        self.rows.lock().unwrap_or_else(|p| p.into_inner()).0.back().map(line)
+        self.rows.locked().0.back().map(line)
     }
 }
 

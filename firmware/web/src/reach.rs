@@ -7,6 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use telebridge_sync::Locked;
 
 use telebridge_pairing::upnp::{Gateway, UpnpError};
 use tracing::{info, warn};
@@ -85,6 +86,6 @@ pub fn unmap(port: u16) {
 /// Asks (off the runtime) and stores the answer in `slot`.
 pub async fn refresh(slot: &MappingSlot, port: u16) -> Mapping {
     let m = tokio::task::spawn_blocking(move || map(port)).await.unwrap_or(Mapping::None("cancelled".into()));
-    *slot.lock().unwrap_or_else(|p| p.into_inner()) = m.clone();
+    *slot.locked() = m.clone();
     m
 }

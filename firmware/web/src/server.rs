@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use telebridge_sync::Locked;
 
 use axum::body::Body;
 use axum::Router;
@@ -147,7 +148,7 @@ impl Connections {
 type Table = Arc<Mutex<Connections>>;
 
 fn lock(table: &Table) -> std::sync::MutexGuard<'_, Connections> {
-    table.lock().unwrap_or_else(|p| p.into_inner())
+    table.locked()
 }
 
 /// Gives a connection's place back when its task ends, however it ends.
@@ -214,7 +215,7 @@ pub async fn serve(
             Ok(Admitted { id, shed }) => {
                 if let Some(victim) = shed {
                     debug!(%peer, victim, "HTTP connections full: an idle one of the heaviest address closed");
-                    if let Some(off) = switches.lock().unwrap_or_else(|p| p.into_inner()).remove(&victim) {
+                    if let Some(off) = switches.locked().remove(&victim) {
                         let _ = off.send(());
                     }
                 }
@@ -229,7 +230,7 @@ pub async fn serve(
             }
         };
         let (off_tx, off_rx) = tokio::sync::oneshot::channel::<()>();
-        switches.lock().unwrap_or_else(|p| p.into_inner()).insert(id, off_tx);
+        switches.locked().insert(id, off_tx);
         let held = Held { table: table.clone(), id };
         let Ok(app) = make.call(peer).await;
         let busy_table = table.clone();
@@ -256,7 +257,7 @@ pub async fn serve(
                 },
                 _ = off_rx => debug!(%peer, "HTTP connection shed to make room"),
             }
-            switches.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            switches.locked().remove(&id);
         });
     }
     if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use telebridge_config::{Role, ValidConfig};
 use telebridge_gpio::LedPattern;
@@ -93,8 +94,8 @@ impl MainLoop {
                         }
                     }
                     self.last_sample = None;
-                    *self.shared.preview.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                    *self.shared.received.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                    *self.shared.preview.locked() = None;
+                    *self.shared.received.locked() = None;
                 }
                 Action::ShowSetup => {
                     if self.config.role == Role::Bridge {
@@ -134,7 +135,7 @@ impl MainLoop {
         let on_air = self.tally.status(now).on_air;
         self.shared.on_air.store(on_air, std::sync::atomic::Ordering::Relaxed);
         self.screen.set_on_air(on_air);
-        *self.patterns.lock().unwrap_or_else(|p| p.into_inner()) = leds;
+        *self.patterns.locked() = leds;
         let last = self.last_sample.as_ref();
         self.status_tx.send_replace(DaemonStatus {
             name: config.name.clone(),

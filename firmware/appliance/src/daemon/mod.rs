@@ -12,6 +12,7 @@ mod status;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use telebridge_config::ValidConfig;
 use telebridge_gpio::backend::{Board, SimBoard, SimState};
@@ -207,7 +208,7 @@ fn spawn_gpio(
             let mut tally_in = None;
             let mut talk_said = None::<u64>;
             loop {
-                let p = *gpio_patterns.lock().unwrap_or_else(|p| p.into_inner());
+                let p = *gpio_patterns.locked();
                 match board.tick(now_ms(), &p) {
                     Ok(inputs) => {
                         let mut said = Vec::new();

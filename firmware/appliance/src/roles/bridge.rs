@@ -15,6 +15,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use telebridge_sync::Locked;
 
 use serde::Serialize;
 use telebridge_config::ValidConfig;
@@ -101,7 +102,7 @@ pub async fn run_bridge(
         duration: options.duration,
         on_sample: Some({
             let latest = latest.clone();
-            Arc::new(move |s: &DecodeSample| *latest.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.clone()))
+            Arc::new(move |s: &DecodeSample| *latest.locked() = Some(s.clone()))
         }),
         loop_to: None,
         peer: Some(feed.clone()),
@@ -118,7 +119,7 @@ pub async fn run_bridge(
                 if let Some(cb) = &cb {
                     cb(&BridgeSample {
                         sending: s.clone(),
-                        receiving: latest.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                        receiving: latest.locked().clone(),
                         received_recording: feed.recording_status(),
                     });
                 }

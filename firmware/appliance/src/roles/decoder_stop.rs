@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use tracing::warn;
 
@@ -33,9 +34,9 @@ impl<T: Send + 'static> Retired<T> {
             .name("decoder-stop".into())
             .spawn(move || {
                 while let Ok(Some(old)) = rx.recv() {
-                    *busy.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+                    *busy.locked() = Some(Instant::now());
                     drop(old);
-                    *busy.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                    *busy.locked() = None;
                 }
             })
             .map_err(|e| AppError::Runtime(format!("cannot start the decoder's stop thread: {e}")))?;
@@ -49,7 +50,7 @@ impl<T: Send + 'static> Retired<T> {
 
     /// How long the pipeline being stopped has taken so far.
     pub(crate) fn stuck_for(&self) -> Option<Duration> {
-        self.busy_since.lock().unwrap_or_else(|p| p.into_inner()).map(|t| t.elapsed())
+        self.busy_since.locked().map(|t| t.elapsed())
     }
 
     /// Stops what was handed over before, waiting at most `limit` for it. What is retired

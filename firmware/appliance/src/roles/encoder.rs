@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use telebridge_config::{OutputSpec, ValidConfig};
 use telebridge_media::{choose_encoder, probe_encoder, EncoderChoice, Platform};
@@ -73,11 +74,11 @@ impl std::fmt::Debug for RunOptions {
 static WORKING: std::sync::Mutex<Vec<telebridge_media::EncoderKind>> = std::sync::Mutex::new(Vec::new());
 
 fn probe_once(kind: telebridge_media::EncoderKind) -> Result<(), String> {
-    if WORKING.lock().unwrap_or_else(|p| p.into_inner()).contains(&kind) {
+    if WORKING.locked().contains(&kind) {
         return Ok(());
     }
     probe_encoder(kind)?;
-    WORKING.lock().unwrap_or_else(|p| p.into_inner()).push(kind);
+    WORKING.locked().push(kind);
     Ok(())
 }
 

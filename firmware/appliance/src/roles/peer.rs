@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
+use telebridge_sync::{Locked, RwLocked};
 
 use telebridge_config::{FileSpec, SrtMode, SrtUrl};
 use telebridge_outputs::Recording;
@@ -77,19 +78,19 @@ impl PeerFeed {
             return;
         }
         self.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
-        self.continuity.lock().unwrap_or_else(|p| p.into_inner()).feed(data);
-        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-        if let Some(r) = self.recording.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        self.continuity.locked().feed(data);
+        *self.last.locked() = Some(Instant::now());
+        if let Some(r) = self.recording.locked().as_ref() {
             r.send(data);
         }
-        if let Some(c) = self.consumer.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        if let Some(c) = self.consumer.reading().as_ref() {
             c(data);
         }
     }
 
     /// Where the decoder takes the stream.
     pub fn attach(&self, consumer: TsConsumer) {
-        *self.consumer.write().unwrap_or_else(|p| p.into_inner()) = Some(consumer);
+        *self.consumer.writing() = Some(consumer);
     }
 
     /// Talkback messages from the peer go to `cb` (set once, by the bridge).
@@ -99,12 +100,12 @@ impl PeerFeed {
 
     /// The connection, for messages to the peer (set when the encoder has started it).
     pub fn set_sender(&self, out: &Arc<Box<dyn crate::outputs::Output>>) {
-        *self.sender.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(out));
+        *self.sender.writing() = Some(Arc::downgrade(out));
     }
 
     /// Sends `message` to the peer beside the stream; `false` while there is no connection.
     pub fn send(&self, message: &[u8]) -> bool {
-        let out = self.sender.read().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(std::sync::Weak::upgrade);
+        let out = self.sender.reading().as_ref().and_then(std::sync::Weak::upgrade);
         match out {
             Some(out) => {
                 out.send(message);
@@ -122,19 +123,19 @@ impl PeerFeed {
     /// The stream from the peer as the decoder reports an input.
     pub fn status(&self) -> InputStatus {
         let out = self.output.get().map(|o| o.borrow().clone());
-        let cc = self.continuity.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let age = self.last.lock().unwrap_or_else(|p| p.into_inner()).map(|t| t.elapsed());
+        let cc = self.continuity.locked().clone();
+        let age = self.last.locked().map(|t| t.elapsed());
         input_status(&self.url, self.listens, out.as_ref(), self.bytes.load(Ordering::Relaxed), &cc, age)
     }
 
     /// The recording of what arrives, if any.
     pub fn recording_status(&self) -> Option<OutputStatus> {
-        self.recording.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|r| r.status().borrow().clone())
+        self.recording.locked().as_ref().map(|r| r.status().borrow().clone())
     }
 
     /// Closes the recording (its last segment is complete).
     pub(crate) fn stop(&self) {
-        if let Some(r) = self.recording.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(r) = self.recording.locked().take() {
             r.stop();
         }
     }

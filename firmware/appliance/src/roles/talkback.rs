@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
+use telebridge_sync::Locked;
 
 use serde::Serialize;
 use telebridge_config::Talkback;
@@ -48,7 +49,7 @@ pub struct TalkShared {
 
 impl TalkShared {
     fn lock(&self) -> MutexGuard<'_, (TalkLock, TalkStatus)> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.locked()
     }
 
     /// The talk button is down at `now` (unix ms; a held button or the panel's press renewed).
@@ -111,7 +112,7 @@ impl TalkRun {
             if !play {
                 return;
             }
-            let mut r = rx.lock().unwrap_or_else(|p| p.into_inner());
+            let mut r = rx.locked();
             if r.is_none() {
                 match TalkReceiver::start(&output) {
                     Ok(started) => *r = Some(started),
@@ -156,7 +157,7 @@ impl TalkRun {
         if let Some(s) = self.sender.take() {
             s.stop();
         }
-        if let Some(r) = self.receiver.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(r) = self.receiver.locked().take() {
             r.stop();
         }
         self.shared.with(|_, status| status.microphone = None);

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use telebridge_sync::Locked;
 
 use gst_video::prelude::*;
 use telebridge_config::{AudioCodec, AudioSource};
@@ -314,7 +315,7 @@ fn add_beep(pad: &gst::Pad, grid: crate::lipsync::SharedGrid) {
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.locked()
 }
 
 /// Tries an encoder on a few frames: `Ok` if it produced them within two seconds.

@@ -2,6 +2,7 @@
 //! output.
 
 use std::sync::{Arc, Mutex};
+use telebridge_sync::Locked;
 
 /// Identifies a consumer registered with [`TsFanout::add`].
 pub type TsConsumerId = u64;
@@ -27,7 +28,7 @@ impl std::fmt::Debug for TsFanout {
 impl TsFanout {
     /// Registers a consumer; returns its id for [`TsFanout::remove`].
     pub fn add(&self, consumer: impl Fn(&[u8]) + Send + Sync + 'static) -> TsConsumerId {
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = self.inner.locked();
         g.0 += 1;
         let id = g.0;
         g.1.push((id, Box::new(consumer)));
@@ -36,11 +37,11 @@ impl TsFanout {
 
     /// Unregisters a consumer.
     pub fn remove(&self, id: TsConsumerId) {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).1.retain(|(i, _)| *i != id);
+        self.inner.locked().1.retain(|(i, _)| *i != id);
     }
 
     pub(super) fn push(&self, data: &[u8]) {
-        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let g = self.inner.locked();
         for (_, consumer) in g.1.iter() {
             consumer(data);
         }

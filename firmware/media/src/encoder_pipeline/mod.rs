@@ -21,6 +21,7 @@ pub use fanout::{TsConsumerId, TsFanout};
 pub use settings::{EncoderCounters, EncoderSettings, PreviewSlot, Taps, PREVIEW_WIDTH};
 pub(crate) use sources::add_jpeg_branch;
 use sources::{add_preview, add_video_source};
+use telebridge_sync::Locked;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -187,7 +188,7 @@ impl EncoderPipeline {
         let encoder = self.encoder.downgrade();
         let last = Mutex::new(None::<std::time::Instant>);
         Arc::new(move || {
-            let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+            let mut last = last.locked();
             if last.is_some_and(|t| t.elapsed() < Duration::from_millis(250)) {
                 return;
             }

@@ -4,6 +4,7 @@
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use telebridge_sync::Locked;
 
 use gst_video::prelude::*;
 use telebridge_config::VideoSource;
@@ -124,7 +125,7 @@ pub(super) fn add_timecode_stamp(pad: &gst::Pad, echo: Option<timecode::Echo>, g
     let frame_no = AtomicU64::new(0);
     let info: Mutex<Option<gst_video::VideoInfo>> = Mutex::new(None);
     pad.add_probe(gst::PadProbeType::BUFFER, move |pad, probe| {
-        let mut info = info.lock().unwrap_or_else(|p| p.into_inner());
+        let mut info = info.locked();
         if info.is_none() {
             *info = pad.current_caps().and_then(|c| gst_video::VideoInfo::from_caps(&c).ok());
         }
@@ -135,8 +136,7 @@ pub(super) fn add_timecode_stamp(pad: &gst::Pad, echo: Option<timecode::Echo>, g
                 gst::ClockTime::SECOND.mul_div_floor(vinfo.fps().denom() as u64, vinfo.fps().numer().max(1) as u64);
             let flash = match (buffer.pts(), buffer.duration().or(frame_time)) {
                 (Some(pts), Some(d)) => {
-                    *grid.lock().unwrap_or_else(|p| p.into_inner()) =
-                        Some(lipsync::FrameGrid { pts: pts.nseconds(), duration: d.nseconds() });
+                    *grid.locked() = Some(lipsync::FrameGrid { pts: pts.nseconds(), duration: d.nseconds() });
                     lipsync::is_flash_frame(pts.into(), d.into())
                 }
                 _ => false,
@@ -219,7 +219,7 @@ pub(crate) fn add_jpeg_branch(
             .new_sample(move |sink| {
                 let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
                 if let Some(map) = sample.buffer().and_then(|b| b.map_readable().ok()) {
-                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(map.as_slice().to_vec());
+                    *slot.locked() = Some(map.as_slice().to_vec());
                 }
                 Ok(gst::FlowSuccess::Ok)
             })

@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use telebridge_sync::{Locked, RwLocked};
 
 use telebridge_config::{Latency, SrtMode, SrtUrl};
 use tokio::sync::watch;
@@ -103,27 +104,27 @@ pub const PACING_OVERHEAD_PCT: i32 = 25;
 
 impl Shared {
     fn conns(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Conn>>> {
-        self.conns.read().unwrap_or_else(|p| p.into_inner())
+        self.conns.reading()
     }
 
     fn add(&self, c: Arc<Conn>) {
-        let pacing = *self.pacing.lock().unwrap_or_else(|p| p.into_inner());
+        let pacing = *self.pacing.locked();
         if let Some(p) = pacing {
             if let Err(e) = p.apply(&c.socket) {
                 warn!(error = %e, "cannot pace the new connection for the stream's rate");
             }
         }
-        self.conns.write().unwrap_or_else(|p| p.into_inner()).push(c);
+        self.conns.writing().push(c);
     }
 
     fn remove(&self, id: i32) -> Option<Arc<Conn>> {
-        let mut g = self.conns.write().unwrap_or_else(|p| p.into_inner());
+        let mut g = self.conns.writing();
         let i = g.iter().position(|c| c.socket.id() == id)?;
         Some(g.remove(i))
     }
 
     fn clear(&self) {
-        self.conns.write().unwrap_or_else(|p| p.into_inner()).clear();
+        self.conns.writing().clear();
     }
 }
 
@@ -221,7 +222,7 @@ impl SrtOutput {
         if self.fixed_bandwidth {
             return;
         }
-        *self.shared.pacing.lock().unwrap_or_else(|p| p.into_inner()) = Some(pacing);
+        *self.shared.pacing.locked() = Some(pacing);
         for c in self.shared.conns().iter() {
             if let Err(e) = pacing.apply(&c.socket) {
                 warn!(output = %self.name, error = %e, "cannot pace the connection for the new rate");

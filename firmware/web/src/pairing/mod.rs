@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use telebridge_sync::Locked;
 
 use axum::extract::State;
 use axum::Json;
@@ -116,7 +117,7 @@ impl Pairing {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.locked()
     }
 
     /// The bridge's connection for the pairing held, under `config`'s bridge settings, or why
@@ -182,7 +183,7 @@ impl Pairing {
         });
         let code = inner.shower.code(Instant::now());
         let port = config.map_or(7700, |c| c.bridge.port);
-        let mapping = self.mapping.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mapping = self.mapping.locked().clone();
         let reach = match inner.record.as_ref().map(|r| (r.reach, r.via)) {
             Some((Reach::Call, Via::PortMapping)) => {
                 Some("this box calls the other's public address; its router passes the port (UPnP)".into())
@@ -264,13 +265,13 @@ fn open_code(s: &AppState) -> Result<(), ApiError> {
     }
     info!("pairing opened: a code is shown");
     // This box will listen: ask its router to pass the port meanwhile.
-    *s.pairing.mapping.lock().unwrap_or_else(|p| p.into_inner()) = Mapping::Unknown;
+    *s.pairing.mapping.locked() = Mapping::Unknown;
     let config = s.store.running();
     let (slot, port) = (s.pairing.mapping.clone(), config.as_ref().map_or(7700, |c| c.bridge.port));
     if config.is_some_and(|c| c.bridge.port_mapping) {
         tokio::spawn(async move { reach::refresh(&slot, port).await });
     } else {
-        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Mapping::None("switched off: bridge.port_mapping".into());
+        *slot.locked() = Mapping::None("switched off: bridge.port_mapping".into());
     }
     Ok(())
 }
@@ -320,7 +321,7 @@ fn farewell_wait(s: &AppState) -> std::time::Duration {
 fn forget_mapping(s: &AppState, r: &PairRecord) {
     if r.reach == Reach::Listen && r.via == Via::PortMapping {
         let port = s.store.running().map_or(7700, |c| c.bridge.port);
-        *s.pairing.mapping.lock().unwrap_or_else(|p| p.into_inner()) = Mapping::Unknown;
+        *s.pairing.mapping.locked() = Mapping::Unknown;
         tokio::task::spawn_blocking(move || reach::unmap(port));
     }
 }

@@ -1,6 +1,7 @@
 //! Box A's side of the exchange: the two requests box B makes, without a session.
 
 use std::time::Instant;
+use telebridge_sync::Locked;
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
@@ -87,7 +88,7 @@ pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<J
     let (secrets, answered) = verdict.map_err(shower_error)?;
     let rtt_ms = answered.elapsed().as_millis().min(u128::from(u32::MAX)) as u32;
     let mut record = PairRecord::new(Side::A, secrets, Reach::Listen, None, rtt_ms, unix_now());
-    let srt_address = match s.pairing.mapping.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+    let srt_address = match s.pairing.mapping.locked().clone() {
         Mapping::Mapped { public } => Some(public),
         _ => None,
     };

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use telebridge_sync::Locked;
 
 use telebridge_config::{OutputSpec, ValidConfig};
 use telebridge_media::capture_device::{self, CaptureKind};
@@ -68,7 +69,7 @@ impl EncoderRun {
         let keyframe_proxy: Arc<dyn Fn() + Send + Sync> = {
             let slot = keyframe_slot.clone();
             Arc::new(move || {
-                let request = slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let request = slot.locked().clone();
                 request();
             })
         };
@@ -296,7 +297,7 @@ impl EncoderRun {
             old.stop(Duration::from_millis(200));
         }
         let pipeline = EncoderPipeline::build(&self.settings, &self.taps, self.fanout.clone())?;
-        *self.keyframe_slot.lock().unwrap_or_else(|p| p.into_inner()) = pipeline.keyframe_requester();
+        *self.keyframe_slot.locked() = pipeline.keyframe_requester();
         self.set_bitrate = pipeline.bitrate_setter();
         self.set_frame_rate = pipeline.frame_rate_setter();
         // The new encoder starts at the configured bitrate: give it the one chosen.
