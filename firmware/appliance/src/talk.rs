@@ -22,6 +22,37 @@ pub const LOCK_MS: u64 = 500;
 /// while the button is held, so a closed browser cannot leave the microphone open).
 pub const PRESS_HOLD_MS: u64 = 1_500;
 
+/// How often a held talk button renews its press (well inside [`PRESS_HOLD_MS`]).
+pub const RENEW_MS: u64 = 250;
+const _: () = assert!(RENEW_MS * 2 < PRESS_HOLD_MS, "a held button must renew before the lock lets go");
+
+/// The talk button on a GPIO pin as the daemon tells the lock: pressed when it goes down,
+/// renewed every [`RENEW_MS`] while held, released when it comes up.
+#[derive(Debug, Default)]
+pub struct TalkButton {
+    /// When the press was last told, while held.
+    said_at: Option<u64>,
+}
+
+impl TalkButton {
+    /// The button's debounced level at `now` (`None`: not fitted): a press (`true`) or a
+    /// release (`false`) to tell the lock, if one is due.
+    pub fn update(&mut self, held: Option<bool>, now: u64) -> Option<bool> {
+        match (held, self.said_at) {
+            (Some(true), Some(at)) if now.saturating_sub(at) < RENEW_MS => None,
+            (Some(true), _) => {
+                self.said_at = Some(now);
+                Some(true)
+            }
+            (Some(false), Some(_)) => {
+                self.said_at = None;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// One Opus packet of a burst, as sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TalkPacket<'a> {
@@ -178,6 +209,18 @@ mod tests {
         assert_eq!(TalkPacket::decode(&wire[..MAGIC.len() + 5]), None, "cut short");
         assert_eq!(TalkPacket::decode(&[0x47; 188]), None, "MPEG-TS");
         assert!(!is_talk(telebridge_pairing::control::MAGIC));
+    }
+
+    #[test]
+    fn a_held_talk_button_presses_renews_and_releases() {
+        let mut b = TalkButton::default();
+        assert_eq!(b.update(None, 0), None, "not fitted");
+        assert_eq!(b.update(Some(false), 0), None, "up, and never down");
+        assert_eq!(b.update(Some(true), 100), Some(true));
+        assert_eq!(b.update(Some(true), 100 + RENEW_MS - 1), None);
+        assert_eq!(b.update(Some(true), 100 + RENEW_MS), Some(true), "renewed");
+        assert_eq!(b.update(Some(false), 400), Some(false));
+        assert_eq!(b.update(Some(false), 410), None, "released once");
     }
 
     #[test]

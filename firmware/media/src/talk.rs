@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use telebridge_sync::Locked;
 
 use gst::prelude::*;
@@ -30,7 +30,7 @@ pub const BEEP_MS: u64 = 100;
 pub type PacketSink = Arc<dyn Fn(&[u8]) + Send + Sync>;
 
 fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    crate::timecode::now_us() / 1_000
 }
 
 /// The test voice for the 10 ms starting at `start_ms` (wall clock): the beep during the first
@@ -307,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn the_test_voice_through_opus_is_heard_within_tens_of_milliseconds() {
+    fn the_test_voice_through_opus_is_heard_as_a_beep_on_the_second() {
         crate::init().expect("GStreamer");
         let receiver = Arc::new(TalkReceiver::start(&TalkOutput::None).expect("receiver"));
         let r = receiver.clone();

@@ -206,7 +206,7 @@ fn spawn_gpio(
             let mut board = board;
             let mut reported = false;
             let mut tally_in = None;
-            let mut talk_said = None::<u64>;
+            let mut talk = crate::talk::TalkButton::default();
             loop {
                 let p = *gpio_patterns.locked();
                 match board.tick(now_ms(), &p) {
@@ -220,21 +220,8 @@ fn spawn_gpio(
                             tally_in = inputs.tally_in;
                             said.push(DaemonCommand::TallyIn(tally_in == Some(true)));
                         }
-                        // The talk button held: pressed, renewed every 250 ms; let go: released.
-                        match (inputs.talk, talk_said) {
-                            (Some(true), None) => talk_said = Some(0),
-                            (Some(false), Some(_)) => {
-                                talk_said = None;
-                                said.push(DaemonCommand::Talk(false));
-                            }
-                            _ => {}
-                        }
-                        if let Some(at) = talk_said.as_mut() {
-                            let now = now_ms();
-                            if *at == 0 || now.saturating_sub(*at) >= 250 {
-                                *at = now.max(1);
-                                said.push(DaemonCommand::Talk(true));
-                            }
+                        if let Some(down) = talk.update(inputs.talk, now_ms()) {
+                            said.push(DaemonCommand::Talk(down));
                         }
                         if said.into_iter().any(|c| gpio_cmds.blocking_send(c).is_err()) {
                             break;

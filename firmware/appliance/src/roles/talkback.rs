@@ -4,7 +4,6 @@
 //! the API press and read it through [`TalkShared`]; the bridge runs the sound ([`TalkRun`]).
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
 use telebridge_sync::Locked;
 
 use serde::Serialize;
@@ -15,8 +14,9 @@ use tracing::warn;
 use super::peer::PeerFeed;
 use crate::talk::{TalkLock, TalkPacket, TalkState};
 
+/// The wall clock both boxes' bursts are compared on, ms.
 fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    telebridge_media::timecode::now_us() / 1_000
 }
 
 /// Talkback as the status shows it.
