@@ -7,6 +7,9 @@
 //! trip) and **the backlog at home** (the send buffer beyond one round trip), and decides, in
 //! this order (docs/architecture.md tells why each, from the traces):
 //!
+//! Before the rules, a step that comes late (this box stood still: [`Why::Stalled`]) holds
+//! the rate for a while, as what is read then is the stall's.
+//!
 //! 0. **a capacity drop** (a queue, or packets in flight beyond the round trip, while the ACK
 //!    rate of the last 100 ms is under 80 % of the rate and of what was sent, twice in a row,
 //!    not from ACKs that stalled unless the receiver reports many losses or libsrt resends
@@ -123,7 +126,22 @@ pub struct Adaptive {
     made_kbps: Option<f64>,
     /// The resends owed.
     owed: Owed,
+    /// After this box itself stood still (no step for [`OWN_STALL`]), the law reads the link
+    /// again before it changes the rate, until then.
+    /// (until when, the longest stall in ms).
+    blind: Option<(Duration, f64)>,
 }
+
+/// A gap between steps this long means this box stood still (the process descheduled, a
+/// virtual machine paused, the SD card blocking the kernel): libsrt's threads stood still too,
+/// so the round trips measured across the gap, the ACKs not yet read and the packets in flight
+/// all read as a queue that is not on the link. A 200 ms stop of the encoder's process halved
+/// the rate on a free link.
+const OWN_STALL: Duration = Duration::from_millis(150);
+/// How long the readings after such a gap are not trusted: at least this, and twice the gap
+/// (libsrt's round trip is smoothed over the ACKs of the next ~150 ms; the windows of what the
+/// link delivered hold the gap's silence for up to a second, but they bound rises, not cuts).
+const BLIND_AFTER_STALL: Duration = Duration::from_millis(500);
 
 /// How long the encoder takes to follow a cut (the frames in the making), before what it makes
 /// sets the least a drop's send cap leaves it.
@@ -161,6 +179,7 @@ impl Adaptive {
             made: Tally::default(),
             made_kbps: None,
             owed: Owed::default(),
+            blind: None,
         }
     }
 
@@ -216,6 +235,9 @@ impl RateLaw for Adaptive {
             return RateDecision { stream_kbps: self.rate, why: Why::Holding { link_kbps: 0.0 }, send_cap_kbps: None };
         }
         let r = self.measure(s, &p, dt, now);
+        if let Some(d) = self.after_own_stall(&r, dt, now) {
+            return d;
+        }
         if let Some(d) = self.follow_drop(&r, now) {
             return d;
         }
@@ -225,6 +247,26 @@ impl RateLaw for Adaptive {
 }
 
 impl Adaptive {
+    /// Before the rules: a step that comes [`OWN_STALL`] late says this box stood still, and
+    /// what it reads for a while after is the stall's, not the link's: the rate holds (packets
+    /// given up still cut: they are lost whatever the cause).
+    fn after_own_stall(&mut self, r: &Reading, dt: f64, now: Duration) -> Option<RateDecision> {
+        let gap = Duration::from_secs_f64(dt);
+        if gap >= OWN_STALL {
+            let until = now + BLIND_AFTER_STALL.max(2 * gap);
+            let ms = gap.as_secs_f64() * 1000.0;
+            self.blind = Some(self.blind.map_or((until, ms), |(u, m)| (u.max(until), m.max(ms))));
+        }
+        let (until, ms) = self.blind?;
+        if now >= until || r.dropped {
+            self.blind = None;
+            return None;
+        }
+        self.low_before = false;
+        self.provisional_kbps = None;
+        Some(self.decide(self.rate, Why::Stalled { ms }))
+    }
+
     /// Rule 0: reads a capacity drop (twice in a row) and cuts under it at once; in one, follows
     /// its first steps and ends it when the queue and the backlog are gone.
     fn follow_drop(&mut self, r: &Reading, now: Duration) -> Option<RateDecision> {
@@ -742,6 +784,38 @@ mod tests {
             assert_eq!(d.send_cap_kbps, None, "step {i}: {:?}", d.why);
             assert!(d.stream_kbps >= 5000.0 * 0.9, "step {i}: cut to {} ({:?})", d.stream_kbps, d.why);
         }
+    }
+
+    /// A free link at 5 Mbit/s whose next step comes `gap` after the last, and whose readings
+    /// then show 250 ms more round trip (fading over 250 ms unless `lasting`), and a step's
+    /// packets in flight unacknowledged for a step: what a box that stood still reads (its
+    /// libsrt stood still too, so the round trips across the gap are long), or a queue.
+    fn after_a_gap(gap: Duration, lasting: bool) -> Vec<RateDecision> {
+        let (mut law, mut c) = at_5_mbps_on_a_free_link();
+        let start = STEP * 99 + gap;
+        (0..30u32)
+            .map(|k| {
+                let mut s = c.step(24, [0, 48].get(k as usize).copied().unwrap_or(24), f64::INFINITY, 28);
+                s.rtt_ms += if lasting { 250.0 } else { (250.0 - 50.0 * k as f64).max(0.0) };
+                law.step(&s, start + STEP * k)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_box_that_stood_still_holds_its_rate_and_a_queue_still_cuts() {
+        // Read 250 ms late: the box stood still, the round trips are the stall's. It holds.
+        let stood = after_a_gap(Duration::from_millis(250), false);
+        assert!(matches!(stood[0].why, Why::Stalled { ms } if (249.0..251.0).contains(&ms)), "{:?}", stood[0].why);
+        assert!(stood.iter().all(|d| d.stream_kbps >= 5000.0), "cut after a stall: {stood:?}");
+        assert_eq!(stood.last().map(|d| d.why), Some(Why::AtMaximum), "the link is read again");
+        // The same readings on time are a queue: cut.
+        let queue = after_a_gap(STEP, false);
+        assert!(queue.iter().any(|d| d.stream_kbps < 4000.0), "a 250 ms queue not cut: {queue:?}");
+        // A queue that outlasts the stall's blind time is cut then.
+        let lasting = after_a_gap(Duration::from_millis(250), true);
+        let cut = lasting.iter().position(|d| d.stream_kbps < 4000.0);
+        assert!(cut.is_some_and(|k| k >= 10), "a lasting queue cut at step {cut:?}: {lasting:?}");
     }
 
     /// A free link at 5 Mbit/s whose ACKs stop for `steps` steps with nothing lost (the

@@ -91,6 +91,12 @@ pub enum Why {
         /// The send buffer, ms.
         send_buffer_ms: f64,
     },
+    /// This box itself stood still (no step of the law for a while): what is read just after
+    /// is the stall's, not the link's, so the rate holds until the link is read again.
+    Stalled {
+        /// The longest gap between two steps, ms.
+        ms: f64,
+    },
 }
 
 impl fmt::Display for Why {
@@ -109,6 +115,9 @@ impl fmt::Display for Why {
                 "link carries {:.1} Mbit/s, {send_buffer_ms:.0} ms waiting to be sent: much lower",
                 mbps(link_kbps)
             ),
+            Why::Stalled { ms } => {
+                write!(f, "this box stood still for {ms:.0} ms: holding while the link is read again")
+            }
         }
     }
 }
