@@ -35,6 +35,8 @@ struct Row {
     a: serde_json::Value,
     b: serde_json::Value,
     one_way_ms: f64,
+    /// The video each box's encoder made, mean over the run, kbit/s (A, B).
+    video_kbps: (f64, f64),
 }
 
 fn f(v: &serde_json::Value) -> f64 {
@@ -118,7 +120,13 @@ async fn one(bin: &str, profile: &linkemu::LinkProfile, size: &str, seconds: u64
         .map(peer)
         .find(|p| p["srt"]["negotiated_latency_ms"].as_i64().unwrap_or(0) > 0)
         .unwrap_or_default();
+    let video = |p: &Path| {
+        let made: Vec<f64> =
+            crate::json_lines(p).iter().filter_map(|l| l["sending"]["encoder"]["bitrate_kbps"].as_f64()).collect();
+        made.iter().sum::<f64>() / made.len().max(1) as f64
+    };
     Ok(Row {
+        video_kbps: (video(&file_a), video(&file_b)),
         size: size.into(),
         profile: profile.name.clone(),
         rtt_ms: f(&pa["srt"]["rtt_ms"]),
@@ -148,9 +156,9 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
             rows.push(one(bin, &profile, size, seconds, out).await?);
         }
     }
-    println!("| size | link | SRT latency (the box's choice) | RTT (SRT) | round trip A p50 / p95 / max | round trip B p50 | bound | one-way p50 | added per direction | frames lost for good (A, B) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    let mut csv = String::from("size,profile,latency_ms,rtt_ms,rt_a_p50,rt_a_p95,rt_a_max,rt_b_p50,bound_ms,one_way_p50,added_ms,lost_a,lost_b\n");
+    println!("| size | link | SRT latency (the box's choice) | RTT (SRT) | video sent A / B, mean | round trip A p50 / p95 / max | round trip B p50 | bound | one-way p50 | added per direction | frames lost for good (A, B) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut csv = String::from("size,profile,latency_ms,rtt_ms,video_kbps_a,video_kbps_b,rt_a_p50,rt_a_p95,rt_a_max,rt_b_p50,bound_ms,one_way_p50,added_ms,lost_a,lost_b\n");
     for r in &rows {
         let (ra, rb) = (&r.a["receiving"]["round_trip"], &r.b["receiving"]["round_trip"]);
         // Metro: a conversation's 200 ms (a Makito X pair is quoted at 333 ms); longer links:
@@ -160,16 +168,18 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
         let added = r.one_way_ms - r.latency_ms as f64 - one_way_delay;
         let lost = |s: &serde_json::Value| s["receiving"]["decoder"]["frames_missing"].as_u64().unwrap_or(0);
         println!(
-            "| {} | {} | {} ms ({}) | {:.1} ms | {:.1} / {:.1} / {:.1} ms | {:.1} ms | {:.0} ms | {:.1} ms | {:.1} ms | {}, {} |",
-            r.size, r.profile, r.latency_ms, r.reason, r.rtt_ms, f(&ra["p50_ms"]), f(&ra["p95_ms"]), f(&ra["max_ms"]),
+            "| {} | {} | {} ms ({}) | {:.1} ms | {:.0} / {:.0} kbit/s | {:.1} / {:.1} / {:.1} ms | {:.1} ms | {:.0} ms | {:.1} ms | {:.1} ms | {}, {} |",
+            r.size, r.profile, r.latency_ms, r.reason, r.rtt_ms, r.video_kbps.0, r.video_kbps.1, f(&ra["p50_ms"]), f(&ra["p95_ms"]), f(&ra["max_ms"]),
             f(&rb["p50_ms"]), bound, r.one_way_ms, added, lost(&r.a), lost(&r.b)
         );
         csv.push_str(&format!(
-            "{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{},{}\n",
+            "{},{},{},{:.1},{:.0},{:.0},{:.1},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{},{}\n",
             r.size,
             r.profile,
             r.latency_ms,
             r.rtt_ms,
+            r.video_kbps.0,
+            r.video_kbps.1,
             f(&ra["p50_ms"]),
             f(&ra["p95_ms"]),
             f(&ra["max_ms"]),
@@ -184,6 +194,11 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
             anyhow::ensure!(ra["samples"].as_u64().unwrap_or(0) > 30, "A measured no round trip: {ra}");
             anyhow::ensure!(rb["samples"].as_u64().unwrap_or(0) > 30, "B measured no round trip: {rb}");
             anyhow::ensure!(f(&ra["p50_ms"]) > r.rtt_ms, "a round trip shorter than the link's RTT: {ra}");
+            // A 42 Mbit/s link carries the 4 Mbit/s at most: the rate climbs from half of it
+            // (a latency of 3 x RTT once read the link's own round trip as an overload and held
+            // both boxes at the 0.5 Mbit/s floor).
+            let least = r.video_kbps.0.min(r.video_kbps.1);
+            anyhow::ensure!(least > 1500.0, "a box sent {least:.0} kbit/s of video over a free link");
         }
     }
     std::fs::write(out.join("roundtrip.csv"), csv)?;

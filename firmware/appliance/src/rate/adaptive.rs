@@ -786,6 +786,31 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_latency_of_3_round_trips_is_no_overload_of_a_free_link() {
+        // A bridge's choice over a metro link: 60 ms for a 20 ms round trip, which jitters by
+        // a millisecond either side. At 5 Mbit/s for 30 s: never cut.
+        let mut law =
+            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut c = Counters::new();
+        c.s.latency_ms = 60.0;
+        c.s.flight_packets = 10;
+        for i in 0..600u32 {
+            let mut s = c.step(24, 24, 20_000.0, 10);
+            s.rtt_ms = [19.3, 20.3, 19.8, 20.1][i as usize % 4];
+            let d = law.step(&s, STEP * i);
+            assert!(d.stream_kbps >= 5000.0, "step {i}: cut to {} ({})", d.stream_kbps, d.why);
+        }
+        // A queue past a third of the latency is one: a 30 ms queue on that link cuts.
+        let mut s = c.step(24, 24, 20_000.0, 10);
+        let cut = (600..610u32).any(|i| {
+            s = c.step(24, 24, 20_000.0, 10);
+            s.rtt_ms = 50.0;
+            law.step(&s, STEP * i).stream_kbps < 4000.0
+        });
+        assert!(cut, "a 30 ms queue at 60 ms of latency was not cut");
+    }
+
     /// A free link at 5 Mbit/s whose next step comes `gap` after the last, and whose readings
     /// then show 250 ms more round trip (fading over 250 ms unless `lasting`), and a step's
     /// packets in flight unacknowledged for a step: what a box that stood still reads (its

@@ -107,8 +107,11 @@ impl Adaptive {
         // of the latency arrives in time.
         let backlog_limit = 100f64.max(latency / 4.0);
         // (A link whose own round trip is that long is no overload: a lower rate would not
-        // shorten it. SRT's default 120 ms over a 45 ms link held the rate at the floor.)
-        let long_queue = s.rtt_ms >= latency / 3.0 && base < latency / 3.0;
+        // shorten it. SRT's default 120 ms over a 45 ms link held the rate at the floor. Nor is
+        // a round trip over it by jitter alone: a latency chosen at 3 x RTT puts a third of it
+        // at the link's own round trip, and a bridge over a 42 Mbit/s metro link was held at
+        // the floor, cut each time its 19.3 ms round trip read 20.)
+        let long_queue = s.rtt_ms >= latency / 3.0 && base < latency / 3.0 && queue > queue_limit;
 
         // Packets in flight beyond the round trip and a frame's burst, as time at the rate: the
         // first sign of a queue (libsrt's round trip is smoothed and comes a step or two later).
