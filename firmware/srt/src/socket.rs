@@ -279,6 +279,21 @@ impl Socket {
         (rc == 0).then(|| unsafe { from_raw(std::ptr::addr_of!(raw).cast()) }).flatten()
     }
 
+    /// The latency the peer holds this side's packets for, ms (`SRTO_PEERLATENCY`: on a
+    /// connected socket the one agreed, before it the one asked for).
+    pub fn peer_latency_ms(&self) -> Option<i32> {
+        self.get_int(ffi::SRTO_PEERLATENCY)
+    }
+
+    /// An `int` option's value.
+    pub(crate) fn get_int(&self, opt: c_int) -> Option<i32> {
+        let mut v: i32 = 0;
+        let mut len = std::mem::size_of::<i32>() as c_int;
+        // SAFETY: `v` is an i32 and `len` says so; libsrt writes at most `len` bytes.
+        let rc = unsafe { ffi::srt_getsockflag(self.id, opt, std::ptr::addr_of_mut!(v).cast(), &mut len) };
+        (rc == 0).then_some(v)
+    }
+
     /// The stream id the peer sent (on an accepted socket).
     pub fn stream_id(&self) -> Option<String> {
         let mut buf = [0u8; 513];

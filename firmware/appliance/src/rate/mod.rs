@@ -249,8 +249,8 @@ impl RateControl {
     }
 
     /// The least input rate SRT's pacing assumes, bytes/s (`SRTO_MININPUTBW`): the stream's
-    /// rate. libsrt paces at 25 % over the larger of that and the input rate it measures
-    /// ([`telebridge_srt::output::PACING_OVERHEAD_PCT`]): right after a cut the encoder still makes the old rate for a
+    /// rate. libsrt paces at 25 % (more at a short latency) over the larger of that and the input rate it measures
+    /// ([`telebridge_srt::output::pacing_overhead_pct`]): right after a cut the encoder still makes the old rate for a
     /// moment (its rate buffer), and those packets leave at their own rate, not the new one.
     /// (Two earlier designs, seen failing in the benchmark's rate traces: pacing at 25 % over
     /// the chosen rate held back what the encoder still made, which the send buffer then
