@@ -802,9 +802,8 @@ mod tests {
             assert!(d.stream_kbps >= 5000.0, "step {i}: cut to {} ({})", d.stream_kbps, d.why);
         }
         // A queue past a third of the latency is one: a 30 ms queue on that link cuts.
-        let mut s = c.step(24, 24, 20_000.0, 10);
         let cut = (600..610u32).any(|i| {
-            s = c.step(24, 24, 20_000.0, 10);
+            let mut s = c.step(24, 24, 20_000.0, 10);
             s.rtt_ms = 50.0;
             law.step(&s, STEP * i).stream_kbps < 4000.0
         });
