@@ -810,6 +810,51 @@ mod tests {
         assert!(cut, "a 30 ms queue at 60 ms of latency was not cut");
     }
 
+    /// A free long link (106 ms round trip, latency 3 x RTT = 318 ms) at 3 Mbit/s, 14 packets
+    /// a step, that loses one packet every 1.25 s: each loss is reported a round trip after
+    /// its send, and its resend arrives `hold` steps later, the cumulative ACK held meanwhile.
+    /// The lowest rate over 30 s.
+    fn lone_losses(hold: u32) -> f64 {
+        let mut law =
+            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 3000.0, start_kbps: 3000.0 });
+        let mut c = Counters::new();
+        c.s.latency_ms = 318.0;
+        c.rtts = VecDeque::from(vec![106.0; 2]);
+        c.s.flight_packets = 30;
+        let mut lowest = f64::INFINITY;
+        let mut owed = 0;
+        for i in 0..600u32 {
+            let k = i % 25;
+            if i >= 100 && k == 0 {
+                c.s.packets_lost += 1;
+            }
+            if i >= 100 && k == 2 {
+                c.s.packets_retransmitted += 1;
+            }
+            let held = i >= 100 && k < hold;
+            let acked = if held {
+                owed += 14;
+                0
+            } else {
+                14 + std::mem::take(&mut owed)
+            };
+            let mut s = c.step(14, acked, f64::INFINITY, 30);
+            s.rtt_ms = [105.8, 106.4, 106.1, 105.5][i as usize % 4];
+            lowest = lowest.min(law.step(&s, STEP * i).stream_kbps);
+        }
+        lowest
+    }
+
+    #[test]
+    fn a_lone_loss_under_repair_is_no_queue_on_a_long_link() {
+        // The ACK held for 200 ms (a round trip and the resend's wait) after each of 20 lone
+        // losses: the flight doubles and is no queue. (Before: halved at the first loss.)
+        let lowest = lone_losses(4);
+        assert!(lowest >= 3000.0 * 0.9, "a lone loss cut the rate to {lowest}");
+        // Held for 600 ms, a queue of the latency's third beyond the repair's round trip: cut.
+        assert!(lone_losses(12) < 3000.0 * 0.8, "a 600 ms hold after a loss was not cut");
+    }
+
     /// A free link at 5 Mbit/s whose next step comes `gap` after the last, and whose readings
     /// then show 250 ms more round trip (fading over 250 ms unless `lasting`), and a step's
     /// packets in flight unacknowledged for a step: what a box that stood still reads (its
