@@ -408,6 +408,8 @@ fn the_tally_input_lights_the_tally_and_frames_the_slate_in_red() {
     let lit = || get_json(http_port, "/api/sim/gpio")["leds"]["tally"] == true;
     let showing_slate = wait_for(Duration::from_secs(15), || std::fs::metadata(&shown).is_ok_and(|m| m.len() > 0));
     assert!(showing_slate.is_some(), "the decoder shows no slate");
+    // Two seconds of slate before the contact closes (the recording's first part, and a window
+    // in which the tally must stay out: not a wait for readiness).
     std::thread::sleep(Duration::from_secs(2));
     assert!(!lit(), "the tally is out before the contact closes");
 
@@ -419,10 +421,12 @@ fn the_tally_input_lights_the_tally_and_frames_the_slate_in_red() {
     assert!(on.is_some_and(|t| t <= Duration::from_millis(500)), "the tally input lit the LED after {on:?}");
     let tally = get_json(http_port, "/api/status")["tally"].clone();
     assert_eq!(tally, serde_json::json!({"on_air": true, "cue": false, "wired": true, "far_live": false}));
+    // Three seconds on air: the recording's red-framed part (the scenario).
     std::thread::sleep(Duration::from_secs(3));
     let (code, body) = http("POST", http_port, "/api/sim/tally-in", Some(r#"{"on_air": false}"#));
     assert_eq!(code, 200, "{body}");
     assert!(wait_for(Duration::from_secs(5), || !lit()).is_some(), "the tally stayed on with the contact open");
+    // Two seconds off air again: the recording's last part (the scenario).
     std::thread::sleep(Duration::from_secs(2));
     b.signal("TERM");
     assert!(b.wait_timeout(Duration::from_secs(15)).is_some_and(|s| s.success()), "the box did not stop cleanly");

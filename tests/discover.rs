@@ -153,6 +153,7 @@ fn two_boxes_on_one_lan_find_each_other_see_a_code_shown_and_a_goodbye() {
     let d = get_json(pc, "/api/discovered");
     assert_eq!(d["announcing"], false, "{d}");
     assert!(d["note"].as_str().is_some_and(|n| n.contains("web.announce")), "{d}");
+    // A window in which C must not appear on A's or B's list (not a wait for readiness).
     std::thread::sleep(Duration::from_secs(2));
     for port in [pa, pb] {
         assert!(listed(port).iter().all(|(n, _, _)| n != "studio-c"), "C was listed: {:?}", listed(port));
