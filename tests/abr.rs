@@ -177,6 +177,18 @@ fn default_encoder_into_slt(name: &str, trace: &str, seconds: u64, extra: &[&str
     let _ = slt.kill();
     let _ = slt.wait();
     drop(relay);
+    // Where an adaptive run lowered its rate, and why (a red run explains itself).
+    let mut before = 0.0;
+    for l in json_lines(&dir.join("encoder.stdout")) {
+        let (Some(t), Some(kbps)) = (l["t"].as_f64(), l["rate"]["video_kbps"].as_f64()) else { continue };
+        if kbps < before {
+            eprintln!(
+                "{name} {t:5.1} s  {before:5.0} -> {kbps:5.0} kbit/s  {}",
+                l["rate"]["reason"].as_str().unwrap_or("")
+            );
+        }
+        before = kbps;
+    }
     let s = summary(&dir.join("encoder.stdout"));
     let queue_dropped = s["outputs"][0]["queue_dropped"].as_u64().unwrap_or(0);
     let (received, given_up) = slt_totals(&stats);
@@ -219,17 +231,6 @@ fn on_a_free_link_the_adaptive_default_delivers_at_least_98_percent_of_the_fixed
         (b.1 - a.1) / (b.0 - a.0)
     };
     let steady = settled("abr-default-free") / settled("abr-fixed-free");
-    // Where the adaptive run lowered its rate on a free link, and why.
-    let dir =
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("abr-default-free-{}", std::process::id()));
-    let mut before = 0.0;
-    for l in json_lines(&dir.join("encoder.stdout")) {
-        let (Some(t), Some(kbps)) = (l["t"].as_f64(), l["rate"]["video_kbps"].as_f64()) else { continue };
-        if kbps < before {
-            eprintln!("{t:5.1} s  {before:5.0} -> {kbps:5.0} kbit/s  {}", l["rate"]["reason"].as_str().unwrap_or(""));
-        }
-        before = kbps;
-    }
     eprintln!("adaptive / fixed on a free link: {whole:.3} of the whole run, {steady:.3} from 5 s on");
     assert!(steady >= 0.98, "adaptive sent {:.1} % of the fixed rate's packets from 5 s on", steady * 100.0);
     assert!(whole >= 0.96, "adaptive delivered {adaptive} SRT packets, fixed {fixed}: {:.1} %", whole * 100.0);

@@ -77,12 +77,12 @@ async fn one(bin: &str, profile: &linkemu::LinkProfile, size: &str, seconds: u64
         |phase: &str, latency_b: &str, seconds: u64| -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf)> {
             let (file_a, file_b) =
                 (out.join(format!("{tag}{phase}-a.jsonl")), out.join(format!("{tag}{phase}-b.jsonl")));
-            // Each box's rate steps beside its samples, to read a cut after the run.
+            // Each box's rate steps beside its samples (TELEBRIDGE_RATE_TRACE), to read a cut
+            // after the run.
             let steps = |who: &str| out.join(format!("{tag}{phase}-{who}-rate.jsonl"));
             let mut a = crate::spawn_to(
                 common("a")
-                    .arg("--rate-trace")
-                    .arg(steps("a"))
+                    .env("TELEBRIDGE_RATE_TRACE", steps("a"))
                     .args(["--link", &link(format!("srt://:{port_a}?mode=listener&"), "auto")])
                     .args(["--duration", &format!("{}s", seconds + 3)]),
                 &file_a,
@@ -90,8 +90,7 @@ async fn one(bin: &str, profile: &linkemu::LinkProfile, size: &str, seconds: u64
             std::thread::sleep(Duration::from_millis(700));
             let mut b = crate::spawn_to(
                 common("b")
-                    .arg("--rate-trace")
-                    .arg(steps("b"))
+                    .env("TELEBRIDGE_RATE_TRACE", steps("b"))
                     .args(["--link", &link(format!("srt://127.0.0.1:{}?mode=caller&", relay.listen.port()), latency_b)])
                     .args(["--duration", &format!("{seconds}s")]),
                 &file_b,

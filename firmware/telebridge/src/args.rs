@@ -204,10 +204,6 @@ pub(crate) struct BridgeArgs {
     /// The box's name, shown on the slate.
     #[arg(long)]
     pub(crate) name: Option<String>,
-    /// Write every step of the adaptive bitrate to FILE as JSON lines (what the link showed,
-    /// the rate chosen and why): to read a cut after the fact.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) rate_trace: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub(crate) encode: EncodeArgs,
 }

@@ -252,7 +252,6 @@ fn bridge(args: BridgeArgs) -> ExitCode {
         signal_gate: None,
         on_air: None,
         talk: None,
-        rate_trace: args.rate_trace,
     };
     run_async(telebridge_appliance::run_bridge(valid, options, shutdown_signal()), |summary| {
         print_summary(json, &summary)

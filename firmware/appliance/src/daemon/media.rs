@@ -174,7 +174,6 @@ pub(super) fn start_media(
                 signal_gate: gate,
                 on_air: Some(shared.on_air.clone()),
                 talk: Some(shared.talk.clone()),
-                rate_trace: None,
             };
             let config = config.clone();
             tokio::spawn(async move {

@@ -662,11 +662,15 @@ mod tests {
         }
     }
 
+    /// A law between the 500 kbit/s floor and `kbps`, starting at `kbps`.
+    fn at_most(kbps: f64) -> Adaptive {
+        Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: kbps, start_kbps: kbps })
+    }
+
     /// A law after 5 s at 5 Mbit/s (24 packets a step, all acknowledged) on a link with room,
     /// and its counters.
     fn at_5_mbps_on_a_free_link() -> (Adaptive, Counters) {
-        let mut law =
-            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut law = at_most(5000.0);
         let mut c = Counters::new();
         c.s.flight_packets = 28;
         for i in 0..100u32 {
@@ -697,8 +701,7 @@ mod tests {
 
     #[test]
     fn a_capacity_drop_is_read_from_the_acks_and_paced_under_at_once() {
-        let mut law =
-            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
+        let mut law = at_most(6000.0);
         let mut c = Counters::new();
         c.s.flight_packets = 34;
         // 5 s at 6 Mbit/s on a link with room (28 packets a step, all acknowledged).
@@ -727,8 +730,7 @@ mod tests {
     fn a_drop_is_read_in_the_bytes_sent_not_in_full_packets() {
         // 2 Mbit/s in short packets of 650 bytes (at a low rate most are a frame's last), 19 a
         // step: counted at 1316 bytes each, a link that carries half of them would read as 2.
-        let mut law =
-            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 2000.0, start_kbps: 2000.0 });
+        let mut law = at_most(2000.0);
         let mut c = Counters::new();
         c.packet_bytes = 650;
         c.s.flight_packets = 28;
@@ -790,8 +792,7 @@ mod tests {
     fn a_latency_of_3_round_trips_is_no_overload_of_a_free_link() {
         // A bridge's choice over a metro link: 60 ms for a 20 ms round trip, which jitters by
         // a millisecond either side. At 5 Mbit/s for 30 s: never cut.
-        let mut law =
-            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut law = at_most(5000.0);
         let mut c = Counters::new();
         c.s.latency_ms = 60.0;
         c.s.flight_packets = 10;
@@ -815,8 +816,7 @@ mod tests {
     /// its send, and its resend arrives `hold` steps later, the cumulative ACK held meanwhile.
     /// The lowest rate over 30 s.
     fn lone_losses(hold: u32) -> f64 {
-        let mut law =
-            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 3000.0, start_kbps: 3000.0 });
+        let mut law = at_most(3000.0);
         let mut c = Counters::new();
         c.s.latency_ms = 318.0;
         c.rtts = VecDeque::from(vec![106.0; 2]);
@@ -1042,8 +1042,7 @@ mod tests {
     #[test]
     fn loss_without_a_queue_does_not_lower_the_rate() {
         // A radio link: the retransmissions count, nothing queues.
-        let mut law =
-            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut law = at_most(5000.0);
         let mut s = LinkSample { rtt_ms: 60.0, send_buffer_ms: 90.0, latency_ms: 500.0, ..LinkSample::default() };
         for i in 0..600u32 {
             s.packets_sent += 24;
@@ -1058,8 +1057,7 @@ mod tests {
     fn a_connection_that_starts_on_a_keyframe_burst_is_cut_by_its_rate_not_sent_to_the_floor() {
         // The first second: a round trip swollen by the first keyframe, and hardly anything
         // acknowledged yet (so what the link "delivered" reads near zero).
-        let mut law =
-            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 6000.0, start_kbps: 6000.0 });
+        let mut law = at_most(6000.0);
         let mut s = LinkSample { rtt_ms: 60.0, send_buffer_ms: 90.0, latency_ms: 500.0, ..LinkSample::default() };
         let mut lowest = f64::MAX;
         for i in 0..20u32 {
@@ -1086,8 +1084,7 @@ mod tests {
 
     #[test]
     fn a_packet_given_up_cuts_at_once_and_says_so() {
-        let mut law =
-            Adaptive::new(Bounds { min_kbps: 500.0, least_kbps: 500.0, max_kbps: 5000.0, start_kbps: 5000.0 });
+        let mut law = at_most(5000.0);
         let mut s = LinkSample { rtt_ms: 60.0, send_buffer_ms: 90.0, latency_ms: 500.0, ..LinkSample::default() };
         for i in 0..40u32 {
             s.packets_sent += 24;

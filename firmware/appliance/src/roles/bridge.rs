@@ -73,8 +73,6 @@ pub struct BridgeOptions {
     pub on_air: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// Talkback with the paired box (the daemon's talk button and status).
     pub talk: Option<Arc<super::talkback::TalkShared>>,
-    /// Every step of the adaptive bitrate, as JSON lines, to this file.
-    pub rate_trace: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for BridgeOptions {
@@ -134,7 +132,7 @@ pub async fn run_bridge(
         echo: Some(echo),
         rate_law: None,
         rate_step: None,
-        rate_trace: options.rate_trace,
+        rate_trace: None,
     };
     // Either half ending (on request or failing) ends the other.
     let (stop_tx, stop_rx) = watch::channel(false);
