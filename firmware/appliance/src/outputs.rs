@@ -27,6 +27,12 @@ pub trait Output: Send + Sync {
     fn srt(&self) -> Option<&SrtOutput> {
         None
     }
+    /// A bonded output's view of its uplinks for the adaptive bitrate (packets that arrived
+    /// ahead of SRT's cumulative ACK, the queue on the least queued uplink); `None` for the
+    /// others.
+    fn bond_reading(&self) -> Option<telebridge_bond::sender::BondReading> {
+        None
+    }
 }
 
 impl Output for SrtOutput {
@@ -150,6 +156,9 @@ impl Output for BondedSrt {
     }
     fn srt(&self) -> Option<&SrtOutput> {
         Some(&self.srt)
+    }
+    fn bond_reading(&self) -> Option<telebridge_bond::sender::BondReading> {
+        Some(self.bond.reading())
     }
 }
 

@@ -2,7 +2,8 @@
 //! (one per uplink of a sender) registered by srtla's handshake, their SRT packets handed on
 //! to one SRT peer per group, SRT's answers sent back (ACKs over every connection so each link
 //! learns of delivery at once, the rest over the connection heard from last), an srtla ACK
-//! every ten data packets per connection, keepalives echoed. Compatible with srtla_send and
+//! every ten data packets per connection or [`ACK_AFTER`] after the first it lists, whichever
+//! comes first (srtla_rec waits for ten), keepalives echoed. Compatible with srtla_send and
 //! with srtla_rec's behaviour; bounded against strangers (groups, connections per group,
 //! timeouts), and a registered address cannot be taken over by another group.
 
@@ -13,6 +14,13 @@ use serde::Serialize;
 
 use crate::proto::{self, GroupId, Packet, ACK_EVERY, ID_LEN, SENDER_ID_LEN, SRT_MIN_LEN};
 use crate::reorder::{Reorder, ReorderStatus};
+
+/// The longest a received packet waits for its srtla ACK. srtla_rec acknowledges every ten
+/// packets only: on an uplink carrying 30 packets a second a packet then waits 170 ms on
+/// average, and a packet that a slow uplink holds back keeps SRT's cumulative ACK back, so
+/// these ACKs are how the sender learns what arrived meanwhile (its rate law reads them).
+/// srtla_send takes ACKs of any length.
+pub const ACK_AFTER: Duration = Duration::from_millis(20);
 
 /// Bounds on what strangers can make the receiver hold.
 #[derive(Debug, Clone, Copy)]
@@ -60,7 +68,17 @@ struct Conn {
     addr: SocketAddr,
     last_rcvd: Instant,
     log: Vec<u32>,
+    /// When the log's first packet came.
+    log_since: Option<Instant>,
     packets: u64,
+}
+
+impl Conn {
+    /// The srtla ACK of what the log holds, to this connection; empties the log.
+    fn flush_acks(&mut self) -> Action {
+        self.log_since = None;
+        Action::Reply(self.addr, proto::ack(&std::mem::take(&mut self.log)))
+    }
 }
 
 #[derive(Debug)]
@@ -132,10 +150,10 @@ impl Receiver {
             Packet::SrtData(seq) => {
                 conn.packets += 1;
                 conn.log.push(seq);
+                conn.log_since.get_or_insert(now);
                 let mut out = Vec::with_capacity(2);
                 if conn.log.len() == ACK_EVERY {
-                    out.push(Action::Reply(from, proto::ack(&conn.log)));
-                    conn.log.clear();
+                    out.push(conn.flush_acks());
                 }
                 group.last_addr = from;
                 let token = group.token;
@@ -149,10 +167,16 @@ impl Receiver {
         vec![Action::Forward(group.token, data.to_vec())]
     }
 
-    /// Packets whose gap waited long enough: hand them on.
+    /// Packets whose gap waited long enough: hand them on; srtla ACKs that waited
+    /// [`ACK_AFTER`]: send them.
     pub fn due(&mut self, now: Instant) -> Vec<Action> {
         let mut out = Vec::new();
         for g in &mut self.groups {
+            for c in &mut g.conns {
+                if c.log_since.is_some_and(|t| now.saturating_duration_since(t) >= ACK_AFTER) {
+                    out.push(c.flush_acks());
+                }
+            }
             out.extend(g.reorder.due(now).into_iter().map(|p| Action::Forward(g.token, p)));
         }
         out
@@ -160,7 +184,8 @@ impl Receiver {
 
     /// When [`Self::due`] next has something to do.
     pub fn deadline(&self) -> Option<Instant> {
-        self.groups.iter().filter_map(|g| g.reorder.deadline()).min()
+        let acks = self.groups.iter().flat_map(|g| g.conns.iter().filter_map(|c| c.log_since.map(|t| t + ACK_AFTER)));
+        self.groups.iter().filter_map(|g| g.reorder.deadline()).chain(acks).min()
     }
 
     /// A datagram from a group's SRT peer: where to send it.
@@ -245,6 +270,7 @@ impl Receiver {
                 addr: from,
                 last_rcvd: now,
                 log: Vec::with_capacity(ACK_EVERY),
+                log_since: None,
                 packets: 0,
             });
             tracing::info!(group = self.groups[g].token.0, link = %from, "bonded connection registered");
@@ -366,5 +392,26 @@ mod tests {
         assert_eq!(s[0].conns[0].addr, "127.0.0.1:1000");
         assert_eq!(r.on_tick(later + Duration::from_secs(30)), vec![GroupToken(1)]);
         assert!(r.status(later).is_empty());
+    }
+
+    #[test]
+    fn a_slow_uplink_hears_its_ack_after_twenty_ms_not_after_ten_packets() {
+        let now = Instant::now();
+        let mut r = Receiver::new(Limits { reorder_max: Duration::ZERO, ..Limits::default() });
+        join(&mut r, &[1000, 1001], now);
+        for seq in 0..3 {
+            let acts = r.on_datagram(addr(1001), &data(seq), now + seq * Duration::from_millis(5), &[0; SENDER_ID_LEN]);
+            assert!(acts.iter().all(|a| matches!(a, Action::Forward(..))), "{acts:?}");
+        }
+        assert_eq!(r.deadline(), Some(now + ACK_AFTER));
+        assert!(r.due(now + ACK_AFTER - Duration::from_millis(1)).is_empty());
+        let acts = r.due(now + ACK_AFTER);
+        let [Action::Reply(to, ack)] = acts.as_slice() else { panic!("{acts:?}") };
+        assert_eq!(*to, addr(1001));
+        let Packet::Ack(seqs) = proto::parse(ack) else { panic!("not an ack") };
+        assert_eq!(seqs, vec![0, 1, 2]);
+        // Nothing left to acknowledge: nothing due.
+        assert_eq!(r.deadline(), None);
+        assert!(r.due(now + Duration::from_secs(1)).is_empty());
     }
 }

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 pub use crate::link::{schedule, Link, LinkState, LinkStatus, DEAD_FLOOR, KEEPALIVE_EVERY};
 use crate::link::{
-    seq_before, Flight, FLIGHT_MAX, WINDOW_GROW, WINDOW_MAX, WINDOW_MIN, WINDOW_NAK, WINDOW_START, WINDOW_UNIT,
+    seq_before, Flight, FLIGHT_MAX, QUEUE_SHARE, WINDOW_GROW, WINDOW_MAX, WINDOW_MIN, WINDOW_NAK, WINDOW_START,
+    WINDOW_UNIT,
 };
 use crate::proto::{self, GroupId, Packet, SENDER_ID_LEN};
 
@@ -37,6 +38,15 @@ enum Reg {
     Joined,
 }
 
+/// What the rate law reads of a bond beside libsrt's counters of the connection over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BondReading {
+    /// [`Sender::delivered_ahead`].
+    pub delivered_ahead: usize,
+    /// [`Sender::queue_delay`].
+    pub queue: Option<Duration>,
+}
+
 /// The sender's state.
 #[derive(Debug)]
 pub struct Sender {
@@ -45,7 +55,15 @@ pub struct Sender {
     reg: Reg,
     epoch: Instant,
     second_start: Instant,
+    /// SRT's cumulative ACK as last passed back (the next packet it waits for).
+    srt_acked: Option<u32>,
+    /// Packets past SRT's cumulative ACK that srtla ACKs say arrived: [`Self::delivered_ahead`].
+    ahead: std::collections::HashSet<u32>,
 }
+
+/// Packets remembered as arrived past SRT's cumulative ACK, at most (SRT's flight window is
+/// 8192 by default; a bound against a receiver that never sends SRT's ACK).
+const AHEAD_MAX: usize = 8192;
 
 impl Sender {
     /// A sender over these uplinks, with this random half of the group id.
@@ -58,7 +76,38 @@ impl Sender {
             reg: Reg::Start { next: 0 },
             epoch: now,
             second_start: now,
+            srt_acked: None,
+            ahead: std::collections::HashSet::new(),
         }
+    }
+
+    /// What the rate law reads of the bond beside libsrt's counters.
+    pub fn reading(&self) -> BondReading {
+        BondReading { delivered_ahead: self.delivered_ahead(), queue: self.queue_delay() }
+    }
+
+    /// Packets that arrived (the receiver's srtla ACKs say so) past the one SRT's cumulative
+    /// ACK still waits for. libsrt counts them in flight and in its send buffer: a packet on a
+    /// slow uplink, or a lost one until its resend arrives, holds that ACK back while the other
+    /// uplinks' packets arrive. Less these, libsrt's counters say what is really on the way.
+    pub fn delivered_ahead(&self) -> usize {
+        self.ahead.len()
+    }
+
+    /// The queue a packet meets on its way: the least of the uplinks' queues (round trip over
+    /// its lowest of late, from the keepalives), among those up that carried at least
+    /// [`QUEUE_SHARE`] of the last second's bytes. The scheduler moves the stream off an uplink
+    /// whose queue grows, so one uplink's queue is no reason to send less; all of them queuing
+    /// is. (SRT's own round trip is the fastest uplink's: in a bonding run a 4G uplink's dip
+    /// read as a queue and the rate law cut a bond with room on the others.) `None` before
+    /// any uplink is timed.
+    pub fn queue_delay(&self) -> Option<Duration> {
+        let total: u64 = self.links.iter().map(|l| l.bytes_last).sum();
+        self.links
+            .iter()
+            .filter(|l| l.state == LinkState::Up && l.bytes_last as f64 >= total as f64 * QUEUE_SHARE)
+            .filter_map(Link::queue)
+            .min()
     }
 
     /// Every uplink's state.
@@ -132,7 +181,7 @@ impl Sender {
                 if let Some(stamp) = proto::keepalive_stamp(body) {
                     let sent = self.epoch + Duration::from_micros(stamp);
                     if now >= sent {
-                        self.links[n].rtt_sample(now - sent);
+                        self.links[n].rtt_sample(now - sent, now);
                     }
                 }
                 Vec::new()
@@ -144,6 +193,10 @@ impl Sender {
             Packet::SrtAck(next) => {
                 for l in &mut self.links {
                     l.flights.retain(|f| !seq_before(f.seq, next));
+                }
+                if self.srt_acked.is_none_or(|a| seq_before(a, next)) {
+                    self.srt_acked = Some(next);
+                    self.ahead.retain(|&s| !seq_before(s, next));
                 }
                 vec![Out::Srt(data.to_vec())]
             }
@@ -238,6 +291,9 @@ impl Sender {
 
     fn on_srtla_ack(&mut self, n: usize, seqs: &[u32]) {
         for &seq in seqs {
+            if self.ahead.len() < AHEAD_MAX && self.srt_acked.is_none_or(|a| !seq_before(seq, a)) {
+                self.ahead.insert(seq);
+            }
             let link = &mut self.links[n];
             if let Some(i) = link.flights.iter().position(|f| f.seq == seq) {
                 link.flights.remove(i);
@@ -348,7 +404,7 @@ mod tests {
         for (i, &rtt) in rtts.iter().enumerate() {
             assert!(s.on_link(i, &proto::reg3(), now).is_empty());
             for _ in 0..8 {
-                s.links[i].rtt_sample(Duration::from_millis(rtt));
+                s.links[i].rtt_sample(Duration::from_millis(rtt), now);
             }
         }
         assert!(s.is_up());
@@ -407,6 +463,62 @@ mod tests {
         assert!(a.abs_diff(b) < 300, "{counts:?}");
         assert!(slow * 5 < a, "{counts:?}");
         assert!(slow > 0, "the slow link still carries some: {counts:?}");
+    }
+
+    #[test]
+    fn what_arrived_past_a_held_cumulative_ack_is_counted_until_the_ack_passes_it() {
+        let now = Instant::now();
+        let mut s = joined(&[60, 60], now);
+        for seq in 0..20u32 {
+            s.on_srt(&data(seq, false));
+        }
+        assert_eq!(s.delivered_ahead(), 0);
+        // Packet 3 is held up (a slow uplink, or lost): SRT's ACK stays at 3 while the rest
+        // arrive and the receiver's srtla ACKs list them.
+        s.on_link(0, &srt_ack(3), now);
+        let arrived: Vec<u32> = (0..20).filter(|&q| q != 3).collect();
+        s.on_link(0, &proto::ack(&arrived[..8]), now);
+        s.on_link(1, &proto::ack(&arrived[8..]), now);
+        assert_eq!(s.delivered_ahead(), 16, "4-19 less 3, not 0-2 which SRT's ACK already passed");
+        // Packet 3 arrives: SRT's ACK jumps past all of them.
+        s.on_link(1, &srt_ack(20), now);
+        assert_eq!(s.delivered_ahead(), 0);
+        // An srtla ACK late for a packet SRT's ACK already passed counts for nothing.
+        s.on_link(1, &proto::ack(&[3]), now);
+        assert_eq!(s.delivered_ahead(), 0);
+        // An older SRT ACK arriving late does not take the count back.
+        s.on_srt(&data(20, false));
+        s.on_link(0, &proto::ack(&[20]), now);
+        s.on_link(0, &srt_ack(10), now);
+        assert_eq!(s.delivered_ahead(), 1);
+    }
+
+    #[test]
+    fn the_queue_is_the_least_of_the_uplinks_that_carry_the_stream() {
+        let now = Instant::now();
+        let mut s = joined(&[60, 80, 900], now);
+        assert_eq!(s.queue_delay(), Some(Duration::ZERO), "all at their lowest; nothing carried yet");
+        for (l, bytes) in s.links.iter_mut().zip([45_000, 45_000, 10_000]) {
+            l.bytes_last = bytes;
+        }
+        let at = |s: &mut Sender, n: usize, ms: u64, t: Instant| {
+            for _ in 0..30 {
+                s.links[n].rtt_sample(Duration::from_millis(ms), t);
+            }
+        };
+        // One 4G uplink queues: the scheduler has the other.
+        at(&mut s, 0, 160, now + 100 * MS);
+        assert_eq!(s.queue_delay(), Some(Duration::ZERO));
+        // Both queue: the bond does.
+        at(&mut s, 1, 120, now + 200 * MS);
+        let q = s.queue_delay().expect("timed");
+        assert!(q >= 35 * MS && q <= 40 * MS, "{q:?}");
+        // The slow uplink, under a fifth of the bytes, hides nothing however calm it is.
+        at(&mut s, 2, 900, now + 300 * MS);
+        assert_eq!(s.queue_delay(), Some(q));
+        // Ten seconds on, a round trip that stayed up is the uplink's own.
+        at(&mut s, 1, 120, now + 11 * Duration::from_secs(1));
+        assert!(s.queue_delay().expect("timed") < 5 * MS);
     }
 
     #[test]

@@ -135,6 +135,11 @@ impl BondSender {
         self.shared.core().status()
     }
 
+    /// What the rate law reads of the bond ([`Sender::reading`]).
+    pub fn reading(&self) -> crate::sender::BondReading {
+        self.shared.core().reading()
+    }
+
     /// Stops it and joins its threads.
     pub fn stop(mut self) {
         self.halt();

@@ -518,6 +518,7 @@ mod tests {
                 send_rate_mbps: rate_kbps / 1000.0,
                 acks_received: 0,
                 latency_ms: self.latency_ms,
+                ..LinkSample::default()
             }
         }
     }
@@ -1051,6 +1052,27 @@ mod tests {
             let d = law.step(&s, STEP * i);
             assert_eq!(d.stream_kbps, 5000.0, "step {i}: {:?}", d.why);
         }
+    }
+
+    #[test]
+    fn over_a_bond_the_fastest_uplinks_queue_is_no_queue_while_another_has_room() {
+        // SRT's round trip is the fastest uplink's: it grows by 40 ms. Over a bond whose
+        // least queued uplink shows 2 ms the rate holds; on a plain connection it is cut.
+        let run = |bond_queue_ms: Option<f64>| {
+            let mut law = at_most(5000.0);
+            let mut s = LinkSample { rtt_ms: 60.0, latency_ms: 2000.0, bond_queue_ms, ..LinkSample::default() };
+            let mut lowest = f64::MAX;
+            for i in 0..200u32 {
+                s.packets_sent += 24;
+                s.send_buffer_packets = 28;
+                s.flight_packets = 26;
+                s.rtt_ms = if i < 60 { 60.0 } else { 100.0 };
+                lowest = lowest.min(law.step(&s, STEP * i).stream_kbps);
+            }
+            lowest
+        };
+        assert_eq!(run(Some(2.0)), 5000.0);
+        assert!(run(None) < 4700.0, "{}", run(None));
     }
 
     #[test]

@@ -41,6 +41,37 @@ pub struct LinkSample {
     pub acks_received: i64,
     /// The latency both ends agreed on, ms.
     pub latency_ms: f64,
+    /// Packets libsrt counted in flight (and in its send buffer) that had in fact arrived, and
+    /// that the two counts above are already less: a bonded output learns of each packet's
+    /// arrival on its uplink, while SRT's cumulative ACK waits for the one a slow uplink holds
+    /// ([`LinkSample::less_delivered`]). 0 for a plain SRT connection.
+    #[serde(default)]
+    pub delivered_ahead: i64,
+    /// Over a bond, the queue on the least queued uplink that carries the stream, ms: the law
+    /// reads it instead of libsrt's round trip over its lowest (SRT's round trip is the
+    /// fastest uplink's, whose queue the scheduler moves the stream away from).
+    #[serde(default)]
+    pub bond_queue_ms: Option<f64>,
+}
+
+impl LinkSample {
+    /// Over a bond: this sample less `delivered_ahead` packets that arrived past SRT's
+    /// cumulative ACK (what is really on the way and waiting), with the bond's queue. (In the
+    /// bonding bench a packet on the uplink whose round trip swung to a second held SRT's ACK
+    /// back: the link seemed to carry half of what it did, and the law cut 1.65 Mbit/s to 0.66
+    /// on three uplinks of 6.5 Mbit/s between them.)
+    pub fn bonded(self, delivered_ahead: usize, queue_ms: Option<f64>) -> Self {
+        Self { bond_queue_ms: queue_ms, ..self.less_delivered(delivered_ahead) }
+    }
+
+    /// This sample less `n` packets that arrived past SRT's cumulative ACK ([`Self::bonded`]).
+    pub fn less_delivered(mut self, n: usize) -> Self {
+        let n = (n as i64).min(self.flight_packets.max(0));
+        self.flight_packets -= n;
+        self.send_buffer_packets = (self.send_buffer_packets - n).max(0);
+        self.delivered_ahead = n;
+        self
+    }
 }
 
 impl From<&SrtStats> for LinkSample {
@@ -60,6 +91,24 @@ impl From<&SrtStats> for LinkSample {
             send_rate_mbps: s.send_rate_mbps,
             acks_received: s.acks_received,
             latency_ms: s.negotiated_latency_ms as f64,
+            delivered_ahead: 0,
+            bond_queue_ms: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_that_arrived_ahead_leave_the_flight_and_the_send_buffer() {
+        let s = LinkSample { flight_packets: 40, send_buffer_packets: 45, ..LinkSample::default() };
+        let c = s.less_delivered(30);
+        assert_eq!((c.flight_packets, c.send_buffer_packets, c.delivered_ahead), (10, 15, 30));
+        // Never below nothing in flight (the two counts are read a moment apart).
+        let c = s.less_delivered(50);
+        assert_eq!((c.flight_packets, c.send_buffer_packets, c.delivered_ahead), (0, 5, 40));
+        assert_eq!(s.less_delivered(0), s);
     }
 }

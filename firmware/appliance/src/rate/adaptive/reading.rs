@@ -87,7 +87,8 @@ impl Adaptive {
 
         let latency = if s.latency_ms > 0.0 { s.latency_ms } else { 120.0 };
         let base = self.base.lowest().min(s.rtt_ms);
-        let queue = (s.rtt_ms - base).max(0.0);
+        // (Over a bond, the least queued uplink's: [`LinkSample::bond_queue_ms`].)
+        let queue = s.bond_queue_ms.unwrap_or(s.rtt_ms - base).max(0.0);
         // The backlog: how long what waits in the send buffer takes to leave at the link's rate,
         // beyond the round trip it always holds and the ACK period. Counted in packets, not by
         // the buffer's time span: one lost packet waiting for its resend stretches the span, not

@@ -182,14 +182,19 @@ impl EncoderRun {
         let links: Vec<(String, crate::rate::LinkSample)> = self
             .outputs
             .iter()
-            .filter_map(|(name, o, _)| o.srt().map(|o| (name, o)))
-            .flat_map(|(name, o)| {
+            .filter_map(|(name, o, _)| o.srt().map(|srt| (name, srt, o.bond_reading())))
+            .flat_map(|(name, o, bond)| {
                 o.stats_now().into_iter().map(move |(peer, st)| {
                     let key = match peer {
                         Some(p) => format!("{name} {p}"),
                         None => name.clone(),
                     };
-                    (key, crate::rate::LinkSample::from(&st))
+                    let sample = crate::rate::LinkSample::from(&st);
+                    let sample = match bond {
+                        Some(b) => sample.bonded(b.delivered_ahead, b.queue.map(|q| q.as_secs_f64() * 1000.0)),
+                        None => sample,
+                    };
+                    (key, sample)
                 })
             })
             .collect();
