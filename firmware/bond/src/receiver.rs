@@ -16,7 +16,7 @@ use crate::proto::{self, GroupId, Packet, ACK_EVERY, ID_LEN, SENDER_ID_LEN, SRT_
 use crate::reorder::{Reorder, ReorderStatus};
 
 /// The longest a received packet waits for its srtla ACK. srtla_rec acknowledges every ten
-/// packets only: on an uplink carrying 30 packets a second a packet then waits 170 ms on
+/// packets only: on an uplink carrying 30 packets a second a packet then waits 150 ms on
 /// average, and a packet that a slow uplink holds back keeps SRT's cumulative ACK back, so
 /// these ACKs are how the sender learns what arrived meanwhile (its rate law reads them).
 /// srtla_send takes ACKs of any length.

@@ -61,8 +61,9 @@ pub struct Sender {
     ahead: std::collections::HashSet<u32>,
 }
 
-/// Packets remembered as arrived past SRT's cumulative ACK, at most (SRT's flight window is
-/// 8192 by default; a bound against a receiver that never sends SRT's ACK).
+/// Packets remembered as arrived past SRT's cumulative ACK, at most: a bound against a
+/// receiver that never sends SRT's ACK. (A 6 Mbit/s stream sends some 570 packets a second; an
+/// ACK held back for the whole of a 2 s latency leaves 1140 past it.)
 const AHEAD_MAX: usize = 8192;
 
 impl Sender {

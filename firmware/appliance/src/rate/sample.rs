@@ -44,7 +44,7 @@ pub struct LinkSample {
     /// Packets libsrt counted in flight (and in its send buffer) that had in fact arrived, and
     /// that the two counts above are already less: a bonded output learns of each packet's
     /// arrival on its uplink, while SRT's cumulative ACK waits for the one a slow uplink holds
-    /// ([`LinkSample::less_delivered`]). 0 for a plain SRT connection.
+    /// ([`LinkSample::bonded`]). 0 for a plain SRT connection.
     #[serde(default)]
     pub delivered_ahead: i64,
     /// Over a bond, the queue on the least queued uplink that carries the stream, ms: the law
@@ -65,7 +65,7 @@ impl LinkSample {
     }
 
     /// This sample less `n` packets that arrived past SRT's cumulative ACK ([`Self::bonded`]).
-    pub fn less_delivered(mut self, n: usize) -> Self {
+    fn less_delivered(mut self, n: usize) -> Self {
         let n = (n as i64).min(self.flight_packets.max(0));
         self.flight_packets -= n;
         self.send_buffer_packets = (self.send_buffer_packets - n).max(0);
