@@ -97,7 +97,7 @@ impl Sender {
 
     /// The queue a packet meets on its way: the least of the uplinks' queues (round trip over
     /// its lowest of late, from the keepalives), among those up that carried at least
-    /// [`QUEUE_SHARE`] of the last second's bytes. The scheduler moves the stream off an uplink
+    /// a fifth (`QUEUE_SHARE`) of the last second's bytes. The scheduler moves the stream off an uplink
     /// whose queue grows, so one uplink's queue is no reason to send less; all of them queuing
     /// is. (SRT's own round trip is the fastest uplink's: in a bonding run a 4G uplink's dip
     /// read as a queue and the rate law cut a bond with room on the others.) `None` before
