@@ -179,16 +179,43 @@ pub(crate) fn seq_before(a: u32, b: u32) -> bool {
     d != 0 && d < 0x4000_0000
 }
 
-/// The uplink for the next packet: among those up, srtla's score (window over packets in
-/// flight) weighed by how much longer the uplink's round trip is than the shortest's, so a
-/// link whose round trip swings to a second gets the stream only when the others are full; an
-/// urgent packet (a resend, SRT's control) goes over the shortest round trip. `None` while no
-/// uplink is up.
-pub fn schedule(links: &[Link], urgent: bool) -> Option<usize> {
+/// What a packet from libsrt is, for the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Send {
+    /// A data packet sent for the first time.
+    Data,
+    /// A data packet sent again (SRT's resend, or one rescued from a dead uplink).
+    Resend,
+    /// SRT's own control: the ACKACK that times the round trip, the keepalive, the handshake.
+    Control,
+}
+
+/// The uplink for the next packet, `None` while no uplink is up.
+/// - Data: among those up, srtla's score (window over packets in flight) weighed by how much
+///   longer the uplink's round trip is than the shortest's, so a link whose round trip swings
+///   to a second gets the stream only when the others are full.
+/// - Control: the shortest round trip (over a slow uplink an ACKACK would make the whole
+///   connection's round trip look like that uplink's).
+/// - Resend: the shortest round trip among the uplinks with room in their window, else as
+///   data. A packet lost once was most likely lost to a full uplink's queue, and that one
+///   often still has the shortest round trip: sent again into it, in the bonding bench, a
+///   packet was lost again and again while one 4G uplink was out and the other faded, until
+///   SRT gave it up after 2 s (frames lost with the rate at the floor).
+pub fn schedule(links: &[Link], kind: Send) -> Option<usize> {
     let up = || links.iter().enumerate().filter(|(_, l)| l.state == LinkState::Up);
     let rtt = |l: &Link| l.srtt.unwrap_or(Duration::from_millis(500)).as_secs_f64().max(0.001);
-    if urgent {
-        return up().min_by(|(_, a), (_, b)| rtt(a).total_cmp(&rtt(b))).map(|(i, _)| i);
+    let shortest = |it: &mut dyn Iterator<Item = (usize, &Link)>| {
+        it.min_by(|(_, a), (_, b)| rtt(a).total_cmp(&rtt(b))).map(|(i, _)| i)
+    };
+    match kind {
+        Send::Control => return shortest(&mut up()),
+        Send::Resend => {
+            let roomy = |l: &&Link| (l.flights.len() as i64 + 1) * i64::from(WINDOW_UNIT) <= i64::from(l.window);
+            if let Some(i) = shortest(&mut up().filter(|(_, l)| roomy(l))) {
+                return Some(i);
+            }
+        }
+        Send::Data => {}
     }
     let best = up().map(|(_, l)| rtt(l)).fold(f64::INFINITY, f64::min);
     up().map(|(i, l)| {

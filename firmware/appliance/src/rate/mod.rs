@@ -91,6 +91,14 @@ pub enum Why {
         /// The send buffer, ms.
         send_buffer_ms: f64,
     },
+    /// Over a bond, an uplink was found dead: the others must carry the stream, and the rate
+    /// goes at once under what they carried.
+    UplinkLost {
+        /// The share of the bond's sending the dead uplink carried, percent.
+        share_pct: f64,
+        /// What the other uplinks carried of what the bond delivered, kbit/s.
+        link_kbps: f64,
+    },
     /// This box itself stood still (no step of the law for a while): what is read just after
     /// is the stall's, not the link's, so the rate holds until the link is read again.
     Stalled {
@@ -113,6 +121,11 @@ impl fmt::Display for Why {
             Why::Overload { link_kbps, send_buffer_ms } => write!(
                 f,
                 "link carries {:.1} Mbit/s, {send_buffer_ms:.0} ms waiting to be sent: much lower",
+                mbps(link_kbps)
+            ),
+            Why::UplinkLost { share_pct, link_kbps } => write!(
+                f,
+                "an uplink that carried {share_pct:.0} % died, the others carried {:.1} Mbit/s: lower at once",
                 mbps(link_kbps)
             ),
             Why::Stalled { ms } => {

@@ -52,6 +52,10 @@ pub struct LinkSample {
     /// fastest uplink's, whose queue the scheduler moves the stream away from).
     #[serde(default)]
     pub bond_queue_ms: Option<f64>,
+    /// Over a bond, the share of its sending lost to uplinks found dead so far, summed at each
+    /// death (`telebridge_bond::Sender::lost_share`): a rise cuts the rate by as much at once.
+    #[serde(default)]
+    pub bond_lost_share: f64,
 }
 
 impl LinkSample {
@@ -60,8 +64,12 @@ impl LinkSample {
     /// bonding bench a packet on the uplink whose round trip swung to a second held SRT's ACK
     /// back: the link seemed to carry half of what it did, and the law cut 1.65 Mbit/s to 0.66
     /// on three uplinks of 6.5 Mbit/s between them.)
-    pub fn bonded(self, delivered_ahead: usize, queue_ms: Option<f64>) -> Self {
-        Self { bond_queue_ms: queue_ms, ..self.less_delivered(delivered_ahead) }
+    pub fn bonded(self, bond: &telebridge_bond::sender::BondReading) -> Self {
+        Self {
+            bond_queue_ms: bond.queue.map(|q| q.as_secs_f64() * 1000.0),
+            bond_lost_share: bond.lost_share,
+            ..self.less_delivered(bond.delivered_ahead)
+        }
     }
 
     /// This sample less `n` packets that arrived past SRT's cumulative ACK ([`Self::bonded`]).
@@ -93,6 +101,7 @@ impl From<&SrtStats> for LinkSample {
             latency_ms: s.negotiated_latency_ms as f64,
             delivered_ahead: 0,
             bond_queue_ms: None,
+            bond_lost_share: 0.0,
         }
     }
 }

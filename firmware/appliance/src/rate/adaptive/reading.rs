@@ -45,6 +45,8 @@ pub(super) struct Reading {
     /// Any sign of a queue or a loss.
     pub pressed: bool,
     pub send_buffer_ms: f64,
+    /// Over a bond, the share of its sending lost to uplinks found dead since the last step.
+    pub uplink_lost: f64,
 }
 
 impl Adaptive {
@@ -157,6 +159,7 @@ impl Adaptive {
             round_trip: Duration::from_secs_f64(s.rtt_ms.max(1.0) / 1000.0),
             pressed,
             send_buffer_ms: s.send_buffer_ms,
+            uplink_lost: (s.bond_lost_share - p.bond_lost_share).clamp(0.0, 1.0),
         }
     }
 

@@ -191,7 +191,7 @@ impl EncoderRun {
                     };
                     let sample = crate::rate::LinkSample::from(&st);
                     let sample = match bond {
-                        Some(b) => sample.bonded(b.delivered_ahead, b.queue.map(|q| q.as_secs_f64() * 1000.0)),
+                        Some(b) => sample.bonded(&b),
                         None => sample,
                     };
                     (key, sample)
