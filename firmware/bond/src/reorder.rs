@@ -7,9 +7,11 @@
 //! The wait is learnt: each gap filled by a late packet (not a resend) sets it to 1.25 x that
 //! packet's lateness + 10 ms if that is more; it halves every 10 s down to `MIN_WAIT`, and never
 //! exceeds the bound it was given (a third of the SRT latency: a loss must still leave SRT time
-//! to resend). Resends and control packets are never held. A pure state machine.
+//! to resend). Resends and control packets are never held, and a resend handed on ahead of
+//! the gap counts as there when the stream reaches it. No packet is held longer than the wait
+//! from its own arrival. A pure state machine.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// The shortest wait.
@@ -23,8 +25,14 @@ const MAX_HELD: usize = 2000;
 #[derive(Debug)]
 pub struct Reorder {
     next: Option<u32>,
-    held: HashMap<u32, Vec<u8>>,
-    /// When the current gap was first seen (the first packet held after it).
+    /// Packets held, with when each arrived.
+    held: HashMap<u32, (Vec<u8>, Instant)>,
+    /// Resends handed on at once while ahead of `next`: when the stream reaches them they are
+    /// no gap. (Taken for gaps, each held what followed for a whole wait, one after another:
+    /// in the bonding bench the packets after a fade's resends reached SRT 2 s late, and it
+    /// gave them up.)
+    passed: HashSet<u32>,
+    /// When the earliest packet still held arrived.
     gap_since: Option<Instant>,
     wait: Duration,
     max_wait: Duration,
@@ -54,6 +62,7 @@ impl Reorder {
         Reorder {
             next: None,
             held: HashMap::new(),
+            passed: HashSet::new(),
             gap_since: None,
             wait: MIN_WAIT.min(max_wait),
             max_wait,
@@ -93,19 +102,22 @@ impl Reorder {
                 }
             }
             let mut out = vec![data];
-            self.advance(seq, &mut out, now);
+            self.advance(seq, &mut out);
             return out;
         }
         if resent || self.max_wait.is_zero() {
+            if !self.max_wait.is_zero() && self.passed.len() < MAX_HELD {
+                self.passed.insert(seq);
+            }
             return vec![data];
         }
         if self.held.is_empty() {
             self.gap_since = Some(now);
         }
-        self.held.entry(seq).or_insert(data);
+        self.held.entry(seq).or_insert((data, now));
         self.held_total += 1;
         if self.held.len() > MAX_HELD {
-            return self.give_up(now);
+            return self.give_up();
         }
         Vec::new()
     }
@@ -114,7 +126,7 @@ impl Reorder {
     pub fn due(&mut self, now: Instant) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         while self.gap_since.is_some_and(|t| now.saturating_duration_since(t) >= self.wait) {
-            out.extend(self.give_up(now));
+            out.extend(self.give_up());
         }
         out
     }
@@ -124,7 +136,7 @@ impl Reorder {
         self.gap_since.map(|t| t + self.wait)
     }
 
-    fn give_up(&mut self, now: Instant) -> Vec<Vec<u8>> {
+    fn give_up(&mut self) -> Vec<Vec<u8>> {
         let Some(next) = self.next else { return Vec::new() };
         let Some(&first) = self.held.keys().min_by_key(|&&s| ahead(s, next)) else {
             self.gap_since = None;
@@ -132,23 +144,29 @@ impl Reorder {
         };
         self.gaps_given_up += 1;
         let mut out = Vec::new();
-        if let Some(p) = self.held.remove(&first) {
+        if let Some((p, _)) = self.held.remove(&first) {
             out.push(p);
         }
-        self.advance(first, &mut out, now);
+        self.advance(first, &mut out);
         out
     }
 
     /// `seq` went out: what follows it in order goes too.
-    fn advance(&mut self, seq: u32, out: &mut Vec<Vec<u8>>, now: Instant) {
+    fn advance(&mut self, seq: u32, out: &mut Vec<Vec<u8>>) {
         let mut next = seq.wrapping_add(1) & 0x7fff_ffff;
-        while let Some(p) = self.held.remove(&next) {
-            out.push(p);
+        loop {
+            if let Some((p, _)) = self.held.remove(&next) {
+                out.push(p);
+            } else if !self.passed.remove(&next) {
+                break;
+            }
             next = next.wrapping_add(1) & 0x7fff_ffff;
         }
         self.next = Some(next);
-        // A gap remains if anything is still held: it counts from now.
-        self.gap_since = if self.held.is_empty() { None } else { Some(now) };
+        // Resends handed on that the stream went past (a gap given up) are forgotten.
+        self.passed.retain(|&s| ahead(s, next) < 0x4000_0000);
+        // A gap remains if anything is still held: it counts from the earliest arrival held.
+        self.gap_since = self.held.values().map(|&(_, at)| at).min();
     }
 
     fn decay(&mut self, now: Instant) {
@@ -222,6 +240,34 @@ mod tests {
         // Ten seconds on, halved.
         r.push(6, false, vec![6], t + 10_200 * MS);
         assert_eq!(r.status().wait_ms, 50);
+    }
+
+    #[test]
+    fn a_resend_handed_on_ahead_of_a_gap_is_no_gap_when_the_stream_reaches_it() {
+        let t = Instant::now();
+        let mut r = Reorder::new(200 * MS);
+        r.push(1, false, vec![1], t);
+        assert!(r.push(3, false, vec![3], t).is_empty(), "2 missing");
+        assert_eq!(seqs(&r.push(4, true, vec![4], t)), [4], "a resend goes on at once");
+        assert_eq!(seqs(&r.push(2, false, vec![2], t + 5 * MS)), [2, 3]);
+        // 4 went on already: 5 is next in order, not held behind a gap at 4.
+        assert_eq!(seqs(&r.push(5, false, vec![5], t + 6 * MS)), [5]);
+        assert_eq!(r.deadline(), None);
+    }
+
+    #[test]
+    fn no_packet_is_held_longer_than_the_wait_from_its_arrival() {
+        // Two gaps one after the other: the second does not wait a whole wait again after the
+        // first is given up, only what is left of its own packet's.
+        let t = Instant::now();
+        let mut r = Reorder::new(200 * MS);
+        r.push(1, false, vec![1], t);
+        r.push(3, false, vec![3], t);
+        r.push(5, false, vec![5], t + 10 * MS);
+        assert_eq!(seqs(&r.due(t + MIN_WAIT)), [3]);
+        assert_eq!(r.deadline(), Some(t + 10 * MS + MIN_WAIT));
+        assert_eq!(seqs(&r.due(t + 10 * MS + MIN_WAIT)), [5]);
+        assert_eq!(r.status().gaps_given_up, 2);
     }
 
     #[test]
