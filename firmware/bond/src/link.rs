@@ -181,7 +181,7 @@ pub(crate) fn seq_before(a: u32, b: u32) -> bool {
 
 /// What a packet from libsrt is, for the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Send {
+pub enum PacketKind {
     /// A data packet sent for the first time.
     Data,
     /// A data packet sent again (SRT's resend, or one rescued from a dead uplink).
@@ -201,21 +201,21 @@ pub enum Send {
 ///   often still has the shortest round trip: sent again into it, in the bonding bench, a
 ///   packet was lost again and again while one 4G uplink was out and the other faded, until
 ///   SRT gave it up after 2 s (frames lost with the rate at the floor).
-pub fn schedule(links: &[Link], kind: Send) -> Option<usize> {
+pub fn schedule(links: &[Link], kind: PacketKind) -> Option<usize> {
     let up = || links.iter().enumerate().filter(|(_, l)| l.state == LinkState::Up);
     let rtt = |l: &Link| l.srtt.unwrap_or(Duration::from_millis(500)).as_secs_f64().max(0.001);
     let shortest = |it: &mut dyn Iterator<Item = (usize, &Link)>| {
         it.min_by(|(_, a), (_, b)| rtt(a).total_cmp(&rtt(b))).map(|(i, _)| i)
     };
     match kind {
-        Send::Control => return shortest(&mut up()),
-        Send::Resend => {
+        PacketKind::Control => return shortest(&mut up()),
+        PacketKind::Resend => {
             let roomy = |l: &&Link| (l.flights.len() as i64 + 1) * i64::from(WINDOW_UNIT) <= i64::from(l.window);
             if let Some(i) = shortest(&mut up().filter(|(_, l)| roomy(l))) {
                 return Some(i);
             }
         }
-        Send::Data => {}
+        PacketKind::Data => {}
     }
     let best = up().map(|(_, l)| rtt(l)).fold(f64::INFINITY, f64::min);
     up().map(|(i, l)| {
