@@ -147,6 +147,9 @@ impl Machine {
         let l = self.links;
         let (state, reason) = if !self.signal {
             (State::Degraded, Some("no input signal".to_string()))
+        } else if l.retrying > 0 && l.connected == 0 && self.state == State::GoingLive {
+            // Never on air yet: still going live (the live LED stays dark), saying why.
+            (State::GoingLive, Some(format!("{} of {} links retrying", l.retrying, l.total)))
         } else if l.retrying > 0 {
             (State::Degraded, Some(format!("{} of {} links retrying", l.retrying, l.total)))
         } else if l.connected > 0 || l.total == 0 {
@@ -283,6 +286,17 @@ mod tests {
         // Back when the link returns.
         let (m, _) = run(&[BOOT, Event::Button(Press), links(2, 1, 0, 1), links(2, 2, 0, 0)]);
         assert_eq!(m.state, State::Live);
+        // A link that never came up and retries: still going live, not on air (before, the
+        // state went between going live and degraded at each retry, and the live LED with it).
+        let (m, _) = run(&[BOOT, Event::Button(Press), links(1, 0, 1, 0), links(1, 0, 0, 1)]);
+        assert_eq!((m.state, m.reason.as_deref()), (State::GoingLive, Some("1 of 1 links retrying")));
+        assert_eq!(m.leds(m.since_ms), [On, DoubleBlink, Off, Off]);
+        let (m, _) = run(&[BOOT, Event::Button(Press), links(1, 0, 0, 1), links(1, 0, 1, 0), links(1, 0, 0, 1)]);
+        assert_eq!(m.state, State::GoingLive);
+        // On air once, then lost: degraded, the live LED still lit.
+        let (m, _) = run(&[BOOT, Event::Button(Press), links(1, 1, 0, 0), links(1, 0, 0, 1)]);
+        assert_eq!((m.state, m.reason.as_deref()), (State::Degraded, Some("1 of 1 links retrying")));
+        assert_eq!(m.leds(m.since_ms), [On, DoubleBlink, On, Off]);
         // A recording-only box (no link) is live at once.
         let (m, _) = run(&[BOOT, Event::Button(Press), links(0, 0, 0, 0)]);
         assert_eq!(m.state, State::Live);
