@@ -276,8 +276,10 @@ pub(crate) struct EncodeArgs {
     /// test | alsa:DEVICE
     #[arg(long)]
     pub(crate) audio_source: Option<String>,
-    /// srt://HOST:PORT?mode=caller|listener|rendezvous&latency=MS&passphrase=...&pbkeylen=16|24|32&streamid=...
-    /// Repeat for several outputs; replaces the file's outputs.
+    /// An SRT address, srt://HOST:PORT, with optional query keys: mode (caller, listener or
+    /// rendezvous), latency (ms), passphrase, pbkeylen (16, 24 or 32), streamid. For example
+    /// srt://relay.example:9000?mode=caller&latency=200. Repeat for several outputs; replaces
+    /// the file's outputs.
     #[arg(long = "output")]
     pub(crate) outputs: Vec<String>,
     /// Print statistics once a second.

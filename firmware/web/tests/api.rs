@@ -275,12 +275,19 @@ async fn live_events_history_and_metrics() {
     let text = String::from_utf8_lossy(frame.data_ref().unwrap()).to_string();
     assert!(text.starts_with("event: state\ndata: {"), "{text}");
     assert!(text.contains("\"state\":\"ready\""), "{text}");
-    // History: a row a second.
-    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
-    let (s, csv) = b.call("GET", "/api/stats.csv?minutes=5", None, &[]).await;
-    assert_eq!(s, StatusCode::OK);
+    // History: a row a second, so one within a few seconds.
+    let mut csv = String::new();
+    for _ in 0..100 {
+        let (s, body) = b.call("GET", "/api/stats.csv?minutes=5", None, &[]).await;
+        assert_eq!(s, StatusCode::OK);
+        csv = body;
+        if csv.lines().count() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     assert!(csv.starts_with("unix_time,state,rtt_ms,"), "{csv}");
-    assert!(csv.lines().count() >= 2, "{csv}");
+    assert!(csv.lines().count() >= 2, "no history row within 10 s: {csv}");
     // Metrics: the session, or the bearer token; nothing without.
     let saved_cookie = b.cookie.take();
     assert_eq!(b.call("GET", "/metrics", None, &[]).await.0, StatusCode::UNAUTHORIZED);
@@ -298,11 +305,18 @@ async fn live_events_history_and_metrics() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_simulated_gpio_shows_leds_and_presses_the_button() {
     let mut b = start().await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let (s, body) = b.call("GET", "/api/sim/gpio", None, &[]).await;
-    assert_eq!(s, StatusCode::OK, "{body}");
-    let g: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(g["leds"]["power"], true, "{body}");
+    // The power LED lights once the LED task has run.
+    let mut g = Value::Null;
+    for _ in 0..50 {
+        let (s, body) = b.call("GET", "/api/sim/gpio", None, &[]).await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        g = serde_json::from_str(&body).unwrap();
+        if g["leds"]["power"] == true {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(g["leds"]["power"], true, "{g}");
     assert_eq!(g["patterns"]["link"], "off");
     let (s, body) = b.write("POST", "/api/sim/button", json!({"hold_ms": 5})).await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
