@@ -22,6 +22,15 @@ const MTU: usize = 1500;
 const TICK: Duration = Duration::from_millis(10);
 /// How soon an uplink whose socket cannot be opened (its modem unplugged) is tried again.
 const REOPEN: Duration = Duration::from_secs(1);
+/// How often the uplinks' trace gets a line (`TELEBRIDGE_BOND_TRACE`).
+const TRACE_EVERY: Duration = Duration::from_millis(100);
+
+/// One line of the uplinks' trace: every uplink's state at `t` s from the sender's start.
+#[derive(serde::Serialize)]
+struct TraceLine<'a> {
+    t: f64,
+    links: &'a [LinkStatus],
+}
 
 struct Shared {
     core: Mutex<Sender>,
@@ -29,6 +38,9 @@ struct Shared {
     local: UdpSocket,
     srt_peer: Mutex<Option<SocketAddr>>,
     uplinks: Vec<RwLock<Option<Arc<UdpSocket>>>>,
+    /// `TELEBRIDGE_BOND_TRACE=FILE`: every uplink's state each [`TRACE_EVERY`], as JSON lines,
+    /// to read a loss burst against what each uplink did.
+    trace: Option<Mutex<io::BufWriter<std::fs::File>>>,
 }
 
 impl Shared {
@@ -103,12 +115,23 @@ impl BondSender {
         let _ = socket2::SockRef::from(&local).set_recv_buffer_size(4 << 20);
         let local_addr = local.local_addr()?;
         let names = uplinks.iter().map(ToString::to_string).collect();
+        let trace = match std::env::var_os("TELEBRIDGE_BOND_TRACE") {
+            Some(path) => match std::fs::File::create(&path) {
+                Ok(f) => Some(Mutex::new(io::BufWriter::new(f))),
+                Err(e) => {
+                    tracing::warn!(path = %std::path::Path::new(&path).display(), error = %e, "cannot write the bond trace");
+                    None
+                }
+            },
+            None => None,
+        };
         let shared = Arc::new(Shared {
             core: Mutex::new(Sender::new(names, crate::receiver_io::random_half(), Instant::now())),
             stop: AtomicBool::new(false),
             local,
             srt_peer: Mutex::new(None),
             uplinks: uplinks.iter().map(|_| RwLock::new(None)).collect(),
+            trace,
         });
         let mut threads = Vec::new();
         for (n, uplink) in uplinks.iter().enumerate() {
@@ -161,7 +184,9 @@ impl Drop for BondSender {
 
 fn local_loop(shared: &Shared) {
     let mut buf = [0u8; MTU];
-    let mut last_tick = Instant::now();
+    let started = Instant::now();
+    let mut last_tick = started;
+    let mut last_trace = started;
     while !shared.stop.load(Ordering::Relaxed) {
         match shared.local.recv_from(&mut buf) {
             Ok((n, from)) => {
@@ -179,6 +204,19 @@ fn local_loop(shared: &Shared) {
             last_tick = now;
             let outs = shared.core().on_tick(now);
             shared.carry_out(outs);
+        }
+        if let Some(trace) = &shared.trace {
+            if now.duration_since(last_trace) >= TRACE_EVERY {
+                last_trace = now;
+                let links = shared.core().status();
+                let line = TraceLine { t: now.duration_since(started).as_secs_f64(), links: &links };
+                if let Ok(text) = serde_json::to_string(&line) {
+                    use std::io::Write;
+                    let mut w = trace.locked();
+                    let _ = writeln!(w, "{text}");
+                    let _ = w.flush();
+                }
+            }
         }
     }
 }

@@ -56,6 +56,9 @@ pub struct LinkSample {
     /// death (`telebridge_bond::Sender::lost_share`): a rise cuts the rate by as much at once.
     #[serde(default)]
     pub bond_lost_share: f64,
+    /// The connection runs over a bond ([`LinkSample::bonded`]).
+    #[serde(default)]
+    pub bonded: bool,
 }
 
 impl LinkSample {
@@ -68,6 +71,7 @@ impl LinkSample {
         Self {
             bond_queue_ms: bond.queue.map(|q| q.as_secs_f64() * 1000.0),
             bond_lost_share: bond.lost_share,
+            bonded: true,
             ..self.less_delivered(bond.delivered_ahead)
         }
     }
@@ -102,6 +106,7 @@ impl From<&SrtStats> for LinkSample {
             delivered_ahead: 0,
             bond_queue_ms: None,
             bond_lost_share: 0.0,
+            bonded: false,
         }
     }
 }

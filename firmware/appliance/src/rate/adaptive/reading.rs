@@ -47,6 +47,8 @@ pub(super) struct Reading {
     pub send_buffer_ms: f64,
     /// Over a bond, the share of its sending lost to uplinks found dead since the last step.
     pub uplink_lost: f64,
+    /// The connection runs over a bond.
+    pub bonded: bool,
 }
 
 impl Adaptive {
@@ -160,6 +162,7 @@ impl Adaptive {
             pressed,
             send_buffer_ms: s.send_buffer_ms,
             uplink_lost: (s.bond_lost_share - p.bond_lost_share).clamp(0.0, 1.0),
+            bonded: s.bonded,
         }
     }
 
