@@ -112,7 +112,10 @@ impl BondedSrt {
             (host, url.port).to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| {
                 AppError::BadInput(format!("output {name}: cannot resolve the bonding receiver {host}"))
             })?;
-        let bond = telebridge_bond::BondSender::start(&url.bond, receiver)
+        // TELEBRIDGE_BOND_TRACE=FILE records every uplink's state (as TELEBRIDGE_RATE_TRACE
+        // records the rate law's steps).
+        let trace = std::env::var_os("TELEBRIDGE_BOND_TRACE").map(std::path::PathBuf::from);
+        let bond = telebridge_bond::BondSender::start(&url.bond, receiver, trace.as_deref())
             .map_err(|e| AppError::Runtime(format!("output {name}: cannot start bonding: {e}")))?;
         let local = bond.local_addr();
         let mut inner = url.clone();

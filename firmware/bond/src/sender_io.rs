@@ -22,7 +22,7 @@ const MTU: usize = 1500;
 const TICK: Duration = Duration::from_millis(10);
 /// How soon an uplink whose socket cannot be opened (its modem unplugged) is tried again.
 const REOPEN: Duration = Duration::from_secs(1);
-/// How often the uplinks' trace gets a line (`TELEBRIDGE_BOND_TRACE`).
+/// How often the uplinks' trace gets a line.
 const TRACE_EVERY: Duration = Duration::from_millis(100);
 
 /// One line of the uplinks' trace: every uplink's state at `t` s from the sender's start.
@@ -38,8 +38,8 @@ struct Shared {
     local: UdpSocket,
     srt_peer: Mutex<Option<SocketAddr>>,
     uplinks: Vec<RwLock<Option<Arc<UdpSocket>>>>,
-    /// `TELEBRIDGE_BOND_TRACE=FILE`: every uplink's state each [`TRACE_EVERY`], as JSON lines,
-    /// to read a loss burst against what each uplink did.
+    /// Every uplink's state each [`TRACE_EVERY`], as JSON lines, to read a loss burst against
+    /// what each uplink did ([`BondSender::start`]'s `trace`).
     trace: Option<Mutex<io::BufWriter<std::fs::File>>>,
 }
 
@@ -107,7 +107,9 @@ impl std::fmt::Debug for BondSender {
 
 impl BondSender {
     /// Bonds `uplinks` toward the receiver at `receiver`; libsrt calls [`Self::local_addr`].
-    pub fn start(uplinks: &[Uplink], receiver: SocketAddr) -> io::Result<Self> {
+    /// With `trace`, every uplink's state goes there every 100 ms as JSON lines (a file that
+    /// cannot be made is warned about and left out).
+    pub fn start(uplinks: &[Uplink], receiver: SocketAddr, trace: Option<&std::path::Path>) -> io::Result<Self> {
         let loopback =
             if receiver.is_ipv4() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { IpAddr::V6(Ipv6Addr::LOCALHOST) };
         let local = UdpSocket::bind(SocketAddr::new(loopback, 0))?;
@@ -115,16 +117,13 @@ impl BondSender {
         let _ = socket2::SockRef::from(&local).set_recv_buffer_size(4 << 20);
         let local_addr = local.local_addr()?;
         let names = uplinks.iter().map(ToString::to_string).collect();
-        let trace = match std::env::var_os("TELEBRIDGE_BOND_TRACE") {
-            Some(path) => match std::fs::File::create(&path) {
-                Ok(f) => Some(Mutex::new(io::BufWriter::new(f))),
-                Err(e) => {
-                    tracing::warn!(path = %std::path::Path::new(&path).display(), error = %e, "cannot write the bond trace");
-                    None
-                }
-            },
-            None => None,
-        };
+        let trace = trace.and_then(|path| match std::fs::File::create(path) {
+            Ok(f) => Some(Mutex::new(io::BufWriter::new(f))),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot write the bond trace");
+                None
+            }
+        });
         let shared = Arc::new(Shared {
             core: Mutex::new(Sender::new(names, crate::receiver_io::random_half(), Instant::now())),
             stop: AtomicBool::new(false),

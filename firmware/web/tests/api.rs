@@ -65,6 +65,22 @@ async fn start() -> Box_ {
 }
 
 impl Box_ {
+    /// GETs `uri` (200 each time) every 100 ms until `done` holds of its body, for 10 s at
+    /// most: the last body.
+    async fn get_until(&mut self, uri: &str, done: impl Fn(&str) -> bool) -> String {
+        let mut body = String::new();
+        for _ in 0..100 {
+            let (s, b) = self.call("GET", uri, None, &[]).await;
+            assert_eq!(s, StatusCode::OK, "{uri}: {b}");
+            body = b;
+            if done(&body) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        body
+    }
+
     async fn call(
         &mut self,
         method: &str,
@@ -276,16 +292,7 @@ async fn live_events_history_and_metrics() {
     assert!(text.starts_with("event: state\ndata: {"), "{text}");
     assert!(text.contains("\"state\":\"ready\""), "{text}");
     // History: a row a second, so one within a few seconds.
-    let mut csv = String::new();
-    for _ in 0..100 {
-        let (s, body) = b.call("GET", "/api/stats.csv?minutes=5", None, &[]).await;
-        assert_eq!(s, StatusCode::OK);
-        csv = body;
-        if csv.lines().count() >= 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let csv = b.get_until("/api/stats.csv?minutes=5", |csv| csv.lines().count() >= 2).await;
     assert!(csv.starts_with("unix_time,state,rtt_ms,"), "{csv}");
     assert!(csv.lines().count() >= 2, "no history row within 10 s: {csv}");
     // Metrics: the session, or the bearer token; nothing without.
@@ -306,16 +313,8 @@ async fn live_events_history_and_metrics() {
 async fn the_simulated_gpio_shows_leds_and_presses_the_button() {
     let mut b = start().await;
     // The power LED lights once the LED task has run.
-    let mut g = Value::Null;
-    for _ in 0..50 {
-        let (s, body) = b.call("GET", "/api/sim/gpio", None, &[]).await;
-        assert_eq!(s, StatusCode::OK, "{body}");
-        g = serde_json::from_str(&body).unwrap();
-        if g["leds"]["power"] == true {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let body = b.get_until("/api/sim/gpio", |body| body.contains("\"power\":true")).await;
+    let g: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(g["leds"]["power"], true, "{g}");
     assert_eq!(g["patterns"]["link"], "off");
     let (s, body) = b.write("POST", "/api/sim/button", json!({"hold_ms": 5})).await;
