@@ -1,6 +1,7 @@
 //! The table and the verdict, over one run of each trace and mode or several (`--repeats`:
 //! runs of one law differ by tens of frames on the 4G traces, so a change is judged on the
-//! median, with the spread beside it, and says whether the two laws' ranges overlap). The
+//! median, with the spread beside it, and says whether the two laws' ranges overlap; equal
+//! medians are decided by the runs' sum). The
 //! verdict counts what a viewer misses: frames lost for good and frames left out on purpose
 //! at half the frame rate alike.
 
@@ -173,19 +174,31 @@ fn spread_words(a: &[Figures], b: &[Figures]) -> String {
 /// The bar on one trace: ours shows at least as many frames as belacoder's rule (lost
 /// and left out counted) at a mean bitrate at least as high; on the 4G traces strictly more
 /// frames (medians over the repeats). The p10 bitrate is said beside.
+/// Equal medians are decided by the frames not shown over all the runs together: a trace where
+/// most runs lose nothing has a median of 0 whatever the rare run loses.
 pub(super) fn verdict(name: &str, belacoder: &[Figures], ours: &[Figures]) -> String {
+    use std::cmp::Ordering;
     let ((bn, bm, bp), (on, om, op)) = (medians(belacoder), medians(ours));
-    let words = match on.total_cmp(&bn) {
-        std::cmp::Ordering::Less => "beats",
-        std::cmp::Ordering::Equal if name.starts_with("4g") => "only EQUALS (the 4G bar is strictly more frames)",
-        std::cmp::Ordering::Equal => "equals",
-        std::cmp::Ordering::Greater => "LOSES TO",
+    let (bt, ot) = (total(belacoder), total(ours));
+    let by_total = on == bn && belacoder.len() > 1 && ours.len() > 1;
+    let order = if by_total { ot.cmp(&bt) } else { on.total_cmp(&bn) };
+    let words = match order {
+        Ordering::Less => "beats",
+        Ordering::Equal if name.starts_with("4g") => "only EQUALS (the 4G bar is strictly more frames)",
+        Ordering::Equal => "equals",
+        Ordering::Greater => "LOSES TO",
     };
+    let totals = if by_total { format!("; over all runs {ot} vs {bt}") } else { String::new() };
     format!(
-        "{name}: ours {words} belacoder's rule on frames not shown ({on} vs {bn}), {} on mean bitrate ({om:.0} vs {bm:.0} kbit/s; p10 {op:.0} vs {bp:.0}){}",
+        "{name}: ours {words} belacoder's rule on frames not shown ({on} vs {bn}{totals}), {} on mean bitrate ({om:.0} vs {bm:.0} kbit/s; p10 {op:.0} vs {bp:.0}){}",
         if om >= bm { "at least" } else { "UNDER" },
         spread_words(ours, belacoder),
     )
+}
+
+/// The frames not shown over all the runs together.
+fn total(figs: &[Figures]) -> u64 {
+    figs.iter().map(Figures::not_shown).sum()
 }
 
 /// The choice of `video.frame_rate_step_down`'s default: the half frame rate is worth having
@@ -244,6 +257,16 @@ mod tests {
         let v = verdict("4g-2", &[f(20, 700.0), f(22, 700.0)], &[left_out(f(2, 900.0), 30), left_out(f(3, 900.0), 28)]);
         assert!(v.contains("LOSES TO belacoder's rule on frames not shown (31 vs 20)"), "{v}");
         assert!(v.ends_with("the ranges do not overlap)"), "{v}");
+        // Equal medians: the runs together decide, and the words say so.
+        let (bela, ours) = ([f(0, 700.0), f(0, 700.0), f(3, 700.0)], [f(0, 900.0), f(1, 900.0), f(0, 900.0)]);
+        let v = verdict("4g-2", &bela, &ours);
+        assert!(
+            v.starts_with("4g-2: ours beats belacoder's rule on frames not shown (0 vs 0; over all runs 1 vs 3)"),
+            "{v}"
+        );
+        let v = verdict("4g-2", &ours, &bela);
+        assert!(v.contains("LOSES TO belacoder's rule on frames not shown (0 vs 0; over all runs 3 vs 1)"), "{v}");
+        assert!(verdict("4g-2", &ours, &ours).contains("only EQUALS"));
     }
 
     #[test]
