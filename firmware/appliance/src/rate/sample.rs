@@ -56,7 +56,8 @@ pub struct LinkSample {
     /// death (`telebridge_bond::Sender::lost_share`): a rise cuts the rate by as much at once.
     #[serde(default)]
     pub bond_lost_share: f64,
-    /// The connection runs over a bond ([`LinkSample::bonded`]).
+    /// The connection runs over a bond (set by [`Self::bonded()`]): the law rises slower past
+    /// its last cut there.
     #[serde(default)]
     pub bonded: bool,
 }
