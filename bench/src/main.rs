@@ -119,7 +119,17 @@ enum Bench {
     /// each reading its own timecode back from the other's picture (metro-17ms and
     /// transatlantic-100ms, 720p30 and 1080p30).
     #[command(name = "round-trip")]
-    RoundTrip,
+    RoundTrip {
+        /// x264's speed preset on both boxes.
+        #[arg(long, default_value = "superfast")]
+        x264_preset: String,
+        /// Only these sizes (WxH).
+        #[arg(long, value_delimiter = ',')]
+        sizes: Vec<String>,
+        /// Only these link profiles.
+        #[arg(long, value_delimiter = ',')]
+        links: Vec<String>,
+    },
     /// Our SRT transport (`telebridge relay`) against srt-live-transmit on the same link and
     /// stream: CPU seconds per GB and losses, sender and receiver.
     Transport,
@@ -172,7 +182,12 @@ fn main() -> anyhow::Result<()> {
         Bench::Bitrate => runtime.block_on(rtmp_srt::bitrate(&args.profiles, &args.out, args.quick)),
         Bench::Soak { minutes } => runtime.block_on(soak::run(&args.profiles, &args.out, args.quick, minutes)),
         Bench::Transport => runtime.block_on(transport::run(&args.profiles, &args.out, args.quick)),
-        Bench::RoundTrip => runtime.block_on(roundtrip::run(&args.profiles, &args.out, args.quick)),
+        Bench::RoundTrip { x264_preset, sizes, links } => runtime.block_on(roundtrip::run(
+            &args.profiles,
+            &args.out,
+            args.quick,
+            &roundtrip::Choice { x264_preset, sizes, links },
+        )),
         Bench::Throughput { runs } => runtime.block_on(throughput::run(&args.profiles, &args.out, args.quick, runs)),
         Bench::TcpSend { addr, seconds } => throughput::tcp_send(&addr, seconds),
         Bench::Sink { tcp } => throughput::sink(tcp.as_deref()),

@@ -50,7 +50,21 @@ fn peer(line: &serde_json::Value) -> serde_json::Value {
         .unwrap_or_default()
 }
 
-async fn one(bin: &str, profile: &linkemu::LinkProfile, size: &str, seconds: u64, out: &Path) -> anyhow::Result<Row> {
+/// What to run: x264's preset and, when named, only some sizes and links.
+pub struct Choice {
+    pub x264_preset: String,
+    pub sizes: Vec<String>,
+    pub links: Vec<String>,
+}
+
+async fn one(
+    bin: &str,
+    profile: &linkemu::LinkProfile,
+    size: &str,
+    seconds: u64,
+    preset: &str,
+    out: &Path,
+) -> anyhow::Result<Row> {
     let port_a = crate::free_udp_port()?;
     let relay = linkemu::relay::start(
         "127.0.0.1:0".parse()?,
@@ -64,7 +78,7 @@ async fn one(bin: &str, profile: &linkemu::LinkProfile, size: &str, seconds: u64
         let mut c = Command::new(bin);
         c.args(["-q", "bridge", "--sink", "fake", "--size", size, "--fps", "30", "--bitrate-kbps", "4000"]).args([
             "--x264-preset",
-            "superfast",
+            preset,
             "--stats",
             "json",
             "--name",
@@ -144,7 +158,7 @@ async fn one(bin: &str, profile: &linkemu::LinkProfile, size: &str, seconds: u64
 }
 
 /// Runs every size over every profile (quick: 720p over metro-17ms, briefly).
-pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()> {
+pub async fn run(profiles: &Path, out: &Path, quick: bool, choice: &Choice) -> anyhow::Result<()> {
     let profiles = Profiles::load(profiles)?;
     let bin = crate::telebridge()?;
     let bin = bin.to_str().context("path")?;
@@ -153,12 +167,13 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool) -> anyhow::Result<()>
     } else {
         (&["1280x720", "1920x1080"], &["metro-17ms", "transatlantic-100ms"], 30)
     };
+    let named = |list: &[String], x: &str| list.is_empty() || list.iter().any(|n| n == x);
     let mut rows = Vec::new();
-    for name in names {
+    for name in names.iter().filter(|n| named(&choice.links, n)) {
         let profile = profiles.get(name)?.clone();
-        for size in sizes {
+        for size in sizes.iter().filter(|s| named(&choice.sizes, s)) {
             eprintln!("round trip: {size} over {name}, {seconds} s ...");
-            rows.push(one(bin, &profile, size, seconds, out).await?);
+            rows.push(one(bin, &profile, size, seconds, &choice.x264_preset, out).await?);
         }
     }
     println!("| size | link | SRT latency (the box's choice) | RTT (SRT) | video sent A / B, mean | round trip A p50 / p95 / max | round trip B p50 | bound | one-way p50 | added per direction | frames lost for good (A, B) |");
