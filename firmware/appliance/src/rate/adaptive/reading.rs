@@ -1,6 +1,6 @@
 //! The law's first phase: one sample of libsrt's counters read into what the link delivered,
 //! the queue on the way and the backlog at home ([`Reading`]), the law's tallies brought up to
-//! date on the way. The decisions on it are in the parent module.
+//! date on the way. The decisions on it are in `rules`.
 
 use std::time::Duration;
 
