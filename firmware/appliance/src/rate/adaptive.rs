@@ -244,7 +244,7 @@ impl RateLaw for Adaptive {
 mod tests {
     use super::*;
     use crate::rate::dips::DIP_HEADROOM;
-    use crate::rate::{PACKET_BYTES, STEP};
+    use crate::rate::{BondView, PACKET_BYTES, STEP};
     use std::collections::VecDeque;
 
     /// A bottleneck as a fluid queue, for closed-loop tests: the encoder sends at the law's rate,
@@ -337,8 +337,7 @@ mod tests {
                 send_rate_mbps: rate_kbps / 1000.0,
                 acks_received: 0,
                 latency_ms: self.latency_ms,
-                bonded: self.bonded,
-                bond_queue_ms: self.bonded.then_some(rtt - self.base_rtt_ms),
+                bond: self.bonded.then_some(BondView { queue_ms: Some(rtt - self.base_rtt_ms), lost_share: 0.0 }),
                 ..LinkSample::default()
             }
         }
@@ -880,14 +879,15 @@ mod tests {
         // A free link carrying the stream at 5 Mbit/s; at 5 s an uplink that carried 43 % dies.
         let run = |lost: f64| {
             let mut law = at_most(5000.0);
-            let mut s = LinkSample { rtt_ms: 60.0, latency_ms: 2000.0, ..LinkSample::default() };
+            let bond = Some(BondView::default());
+            let mut s = LinkSample { rtt_ms: 60.0, latency_ms: 2000.0, bond, ..LinkSample::default() };
             let mut rates = Vec::new();
             for i in 0..110u32 {
                 s.packets_sent += 24;
                 s.send_buffer_packets = 28;
                 s.flight_packets = 26;
                 if i == 100 {
-                    s.bond_lost_share += lost;
+                    s.bond.as_mut().expect("bonded").lost_share += lost;
                 }
                 rates.push(law.step(&s, STEP * i));
             }
@@ -931,9 +931,10 @@ mod tests {
     fn over_a_bond_the_fastest_uplinks_queue_is_no_queue_while_another_has_room() {
         // SRT's round trip is the fastest uplink's: it grows by 40 ms. Over a bond whose
         // least queued uplink shows 2 ms the rate holds; on a plain connection it is cut.
-        let run = |bond_queue_ms: Option<f64>| {
+        let run = |queue_ms: Option<f64>| {
             let mut law = at_most(5000.0);
-            let mut s = LinkSample { rtt_ms: 60.0, latency_ms: 2000.0, bond_queue_ms, ..LinkSample::default() };
+            let bond = queue_ms.map(|q| BondView { queue_ms: Some(q), lost_share: 0.0 });
+            let mut s = LinkSample { rtt_ms: 60.0, latency_ms: 2000.0, bond, ..LinkSample::default() };
             let mut lowest = f64::MAX;
             for i in 0..200u32 {
                 s.packets_sent += 24;

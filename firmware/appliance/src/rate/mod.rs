@@ -24,7 +24,7 @@ use telebridge_srt::output::Pacing;
 use telebridge_srt::peer::{Peer, PeerWatch};
 
 pub use adaptive::Adaptive;
-pub use sample::LinkSample;
+pub use sample::{BondView, LinkSample};
 
 /// How often the link is sampled and the law asked.
 pub const STEP: Duration = Duration::from_millis(50);

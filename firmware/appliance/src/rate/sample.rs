@@ -47,19 +47,22 @@ pub struct LinkSample {
     /// ([`LinkSample::bonded`]). 0 for a plain SRT connection.
     #[serde(default)]
     pub delivered_ahead: i64,
-    /// Over a bond, the queue on the least queued uplink that carries the stream, ms: the law
-    /// reads it instead of libsrt's round trip over its lowest (SRT's round trip is the
-    /// fastest uplink's, whose queue the scheduler moves the stream away from).
+    /// Over a bond, what the bond reads beside libsrt (set by [`Self::bonded()`]); `None` on a
+    /// plain SRT connection.
     #[serde(default)]
-    pub bond_queue_ms: Option<f64>,
-    /// Over a bond, the share of its sending lost to uplinks found dead so far, summed at each
-    /// death (`telebridge_bond::Sender::lost_share`): a rise cuts the rate by as much at once.
-    #[serde(default)]
-    pub bond_lost_share: f64,
-    /// The connection runs over a bond (set by [`Self::bonded()`]): the law rises slower past
-    /// its last cut there.
-    #[serde(default)]
-    pub bonded: bool,
+    pub bond: Option<BondView>,
+}
+
+/// What a bond adds to a sample of its SRT connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct BondView {
+    /// The queue on the least queued uplink that carries the stream, ms: the law reads it
+    /// instead of libsrt's round trip over its lowest (SRT's round trip is the fastest
+    /// uplink's, whose queue the scheduler moves the stream away from).
+    pub queue_ms: Option<f64>,
+    /// The share of its sending lost to uplinks found dead so far, summed at each death
+    /// (`telebridge_bond::Sender::lost_share`): a rise cuts the rate by as much at once.
+    pub lost_share: f64,
 }
 
 impl LinkSample {
@@ -69,12 +72,8 @@ impl LinkSample {
     /// back: the link seemed to carry half of what it did, and the law cut 1.65 Mbit/s to 0.66
     /// on three uplinks of 6.5 Mbit/s between them.)
     pub fn bonded(self, bond: &telebridge_bond::sender::BondReading) -> Self {
-        Self {
-            bond_queue_ms: bond.queue.map(|q| q.as_secs_f64() * 1000.0),
-            bond_lost_share: bond.lost_share,
-            bonded: true,
-            ..self.less_delivered(bond.delivered_ahead)
-        }
+        let view = BondView { queue_ms: bond.queue.map(|q| q.as_secs_f64() * 1000.0), lost_share: bond.lost_share };
+        Self { bond: Some(view), ..self.less_delivered(bond.delivered_ahead) }
     }
 
     /// This sample less `n` packets that arrived past SRT's cumulative ACK ([`Self::bonded`]).
@@ -105,9 +104,7 @@ impl From<&SrtStats> for LinkSample {
             acks_received: s.acks_received,
             latency_ms: s.negotiated_latency_ms as f64,
             delivered_ahead: 0,
-            bond_queue_ms: None,
-            bond_lost_share: 0.0,
-            bonded: false,
+            bond: None,
         }
     }
 }

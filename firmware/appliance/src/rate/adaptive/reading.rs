@@ -91,8 +91,8 @@ impl Adaptive {
 
         let latency = if s.latency_ms > 0.0 { s.latency_ms } else { 120.0 };
         let base = self.base.lowest().min(s.rtt_ms);
-        // (Over a bond, the least queued uplink's: [`LinkSample::bond_queue_ms`].)
-        let queue = s.bond_queue_ms.unwrap_or(s.rtt_ms - base).max(0.0);
+        // (Over a bond, the least queued uplink's: [`super::super::BondView::queue_ms`].)
+        let queue = s.bond.and_then(|b| b.queue_ms).unwrap_or(s.rtt_ms - base).max(0.0);
         // The backlog: how long what waits in the send buffer takes to leave at the link's rate,
         // beyond the round trip it always holds and the ACK period. Counted in packets, not by
         // the buffer's time span: one lost packet waiting for its resend stretches the span, not
@@ -161,8 +161,8 @@ impl Adaptive {
             round_trip: Duration::from_secs_f64(s.rtt_ms.max(1.0) / 1000.0),
             pressed,
             send_buffer_ms: s.send_buffer_ms,
-            uplink_lost: (s.bond_lost_share - p.bond_lost_share).clamp(0.0, 1.0),
-            bonded: s.bonded,
+            uplink_lost: (lost_share(s) - lost_share(p)).clamp(0.0, 1.0),
+            bonded: s.bond.is_some(),
         }
     }
 
@@ -199,4 +199,9 @@ impl Adaptive {
             .map(|r| r * kbit_per_packet);
         (kbit_per_packet, stalled)
     }
+}
+
+/// The share of a bond's sending lost to dead uplinks so far (0 on a plain connection).
+fn lost_share(s: &LinkSample) -> f64 {
+    s.bond.map_or(0.0, |b| b.lost_share)
 }
