@@ -273,3 +273,53 @@ fn open_uplink(uplink: &Uplink, receiver: SocketAddr) -> io::Result<UdpSocket> {
     socket.set_read_timeout(Some(Duration::from_millis(100)))?;
     Ok(socket.into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::receiver_io::BondReceiver;
+
+    /// One line of the trace as a reader of the file sees it.
+    #[derive(serde::Deserialize)]
+    struct Line {
+        t: f64,
+        links: Vec<Link>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Link {
+        name: String,
+        state: String,
+    }
+
+    fn read(path: &std::path::Path) -> Vec<Line> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str(l).expect("a trace line is JSON")).collect()
+    }
+
+    #[test]
+    fn the_trace_has_each_uplinks_state_every_100_ms() {
+        let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+        let srt = UdpSocket::bind(loopback).unwrap();
+        let receiver = BondReceiver::start(loopback, srt.local_addr().unwrap(), Duration::from_millis(50)).unwrap();
+        let path = std::env::temp_dir().join(format!("telebridge-bond-trace-{}.jsonl", std::process::id()));
+        let uplinks = [Uplink::Address(IpAddr::V4(Ipv4Addr::LOCALHOST))];
+        let sender = BondSender::start(&uplinks, receiver.local_addr(), Some(&path)).unwrap();
+        // Until the uplink has registered with the receiver and a few lines more.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut lines = read(&path);
+        while Instant::now() < deadline && lines.iter().filter(|l| l.links[0].state == "up").count() < 3 {
+            std::thread::sleep(Duration::from_millis(50));
+            lines = read(&path);
+        }
+        drop(sender);
+        let _ = std::fs::remove_file(&path);
+        assert!(lines.iter().filter(|l| l.links[0].state == "up").count() >= 3, "the uplink never came up");
+        assert!(lines.iter().all(|l| l.links.len() == 1 && l.links[0].name == "127.0.0.1"));
+        // A line each 100 ms, not more often.
+        for pair in lines.windows(2) {
+            let gap = pair[1].t - pair[0].t;
+            assert!(gap >= 0.099, "lines {gap:.3} s apart");
+        }
+    }
+}
