@@ -52,8 +52,11 @@ fn peer(line: &serde_json::Value) -> serde_json::Value {
 
 /// What to run: x264's preset and, when named, only some sizes and links.
 pub struct Choice {
+    /// x264's speed preset on both boxes.
     pub x264_preset: String,
+    /// Only these sizes (all when empty).
     pub sizes: Vec<String>,
+    /// Only these link profiles (all when empty).
     pub links: Vec<String>,
 }
 
@@ -167,6 +170,15 @@ pub async fn run(profiles: &Path, out: &Path, quick: bool, choice: &Choice) -> a
     } else {
         (&["1280x720", "1920x1080"], &["metro-17ms", "transatlantic-100ms"], 30)
     };
+    for (flag, asked, known) in [("--sizes", &choice.sizes, sizes), ("--links", &choice.links, names)] {
+        if let Some(bad) = asked.iter().find(|a| !known.contains(&a.as_str())) {
+            anyhow::bail!(
+                "{flag}: {bad} is not one this bench runs{}; it runs {}",
+                if quick { " quick" } else { "" },
+                known.join(", ")
+            );
+        }
+    }
     let named = |list: &[String], x: &str| list.is_empty() || list.iter().any(|n| n == x);
     let mut rows = Vec::new();
     for name in names.iter().filter(|n| named(&choice.links, n)) {

@@ -91,7 +91,7 @@ impl Adaptive {
 
         let latency = if s.latency_ms > 0.0 { s.latency_ms } else { 120.0 };
         let base = self.base.lowest().min(s.rtt_ms);
-        // (Over a bond, the least queued uplink's: [`super::super::BondView::queue_ms`].)
+        // (Over a bond, the least queued uplink's: `BondView::queue_ms`.)
         let queue = s.bond.and_then(|b| b.queue_ms).unwrap_or(s.rtt_ms - base).max(0.0);
         // The backlog: how long what waits in the send buffer takes to leave at the link's rate,
         // beyond the round trip it always holds and the ACK period. Counted in packets, not by
