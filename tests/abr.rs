@@ -169,7 +169,9 @@ fn default_encoder_into_slt(name: &str, trace: &str, seconds: u64, extra: &[&str
     let mut args = vec!["--duration".to_string(), format!("{seconds}s")];
     args.extend(extra.iter().map(|s| s.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut enc = encoder(&dir, "encoder", &[&format!("srt://127.0.0.1:{}", relay.listen.port())], &args);
+    let mut cmd = encode_command(&[&format!("srt://127.0.0.1:{}", relay.listen.port())], &args);
+    cmd.env("TELEBRIDGE_RATE_TRACE", dir.join("rate.jsonl"));
+    let mut enc = Proc::spawn(cmd, &dir, "encoder");
     let status = enc.wait_timeout(Duration::from_secs(seconds + 40)).expect("the encoder stops after --duration");
     assert!(status.success(), "encoder: {}", std::fs::read_to_string(dir.join("encoder.stderr")).unwrap_or_default());
     // The last stats record once the caller is gone.
@@ -177,17 +179,19 @@ fn default_encoder_into_slt(name: &str, trace: &str, seconds: u64, extra: &[&str
     let _ = slt.kill();
     let _ = slt.wait();
     drop(relay);
-    // Where an adaptive run lowered its rate, and why (a red run explains itself).
-    let mut before = 0.0;
-    for l in json_lines(&dir.join("encoder.stdout")) {
-        let (Some(t), Some(kbps)) = (l["t"].as_f64(), l["rate"]["video_kbps"].as_f64()) else { continue };
-        if kbps < before {
+    // Where an adaptive run lowered its rate, and why, step by step (a red run explains itself).
+    let (mut before, mut stalled) = (f64::INFINITY, false);
+    for l in json_lines(&dir.join("rate.jsonl")) {
+        let (Some(t), Some(kbps)) = (l["t"].as_f64(), l["stream_kbps"].as_f64()) else { continue };
+        let stall = l["why"]["kind"] == "stalled";
+        if kbps < before || (stall && !stalled) {
+            let s = &l["sample"];
             eprintln!(
-                "{name} {t:5.1} s  {before:5.0} -> {kbps:5.0} kbit/s  {}",
-                l["rate"]["reason"].as_str().unwrap_or("")
+                "{name} {t:6.2} s  {before:5.0} -> {kbps:5.0} kbit/s  {}  (rtt {} ms, send buffer {} ms, lost {})",
+                l["why"], s["rtt_ms"], s["send_buffer_ms"], s["packets_lost"]
             );
         }
-        before = kbps;
+        (before, stalled) = (kbps, stall);
     }
     let s = summary(&dir.join("encoder.stdout"));
     let queue_dropped = s["outputs"][0]["queue_dropped"].as_u64().unwrap_or(0);

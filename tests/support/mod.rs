@@ -258,13 +258,18 @@ pub fn decoder(dir: &Path, name: &str, input: &str, extra: &[&str]) -> Proc {
 
 /// `telebridge encode` from the test source with stats, as a child process.
 pub fn encoder(dir: &Path, name: &str, outputs: &[&str], extra: &[&str]) -> Proc {
+    Proc::spawn(encode_command(outputs, extra), dir, name)
+}
+
+/// The command [`encoder`] runs, for a test to add to (an environment variable) before spawning.
+pub fn encode_command(outputs: &[&str], extra: &[&str]) -> Command {
     let mut cmd = telebridge();
     cmd.args(["encode", "--source", "test", "--stats", "json"]);
     for o in outputs {
         cmd.args(["--output", o]);
     }
     cmd.args(extra);
-    Proc::spawn(cmd, dir, name)
+    cmd
 }
 
 /// A TCP port that was free a moment ago.

@@ -105,6 +105,13 @@ pub enum Why {
         /// The longest gap between two steps, ms.
         ms: f64,
     },
+    /// A cut read from packets waiting at home or in flight alone was followed by a second
+    /// without a sign of the link's (no queue on the way, nothing lost): it was this box's or
+    /// the receiver's moment, and the rate goes back to where it was before.
+    Undone {
+        /// The rate the cut had left, kbit/s.
+        cut_kbps: f64,
+    },
 }
 
 impl fmt::Display for Why {
@@ -131,6 +138,11 @@ impl fmt::Display for Why {
             Why::Stalled { ms } => {
                 write!(f, "this box stood still for {ms:.0} ms: holding while the link is read again")
             }
+            Why::Undone { cut_kbps } => write!(
+                f,
+                "the cut to {:.1} Mbit/s was not the link's (no queue, nothing lost since): back up",
+                mbps(cut_kbps)
+            ),
         }
     }
 }

@@ -135,6 +135,7 @@ impl Adaptive {
         if !due || self.relieved(r) {
             return Some(self.decide(self.rate, Why::Holding { link_kbps: r.carried }));
         }
+        let before = self.before_cut(now);
         self.last_cut = Some(now);
         self.pressure_at_cut = r.queue.max(r.backlog);
         self.ceiling = Some(r.carried);
@@ -157,6 +158,7 @@ impl Adaptive {
         }
         let d = self.decide(rate, Why::Overload { link_kbps: r.delivered, send_buffer_ms: r.send_buffer_ms });
         self.dips.deep_cut(now, self.dip_rate());
+        self.watch_cut(r, before);
         Some(d)
     }
 
@@ -177,6 +179,7 @@ impl Adaptive {
             return Some(self.decide(self.rate, Why::Holding { link_kbps: r.carried }));
         }
         let pressure = r.queue.max(r.backlog);
+        let before = self.before_cut(now);
         self.last_cut = Some(now);
         self.pressure_at_cut = pressure;
         self.ceiling = Some(r.carried);
@@ -185,6 +188,7 @@ impl Adaptive {
         let from = self.rate;
         let d = self.decide(rate, Why::Queueing { link_kbps: r.carried, queue_ms: pressure });
         self.dips.cut(now, from, self.dip_rate());
+        self.watch_cut(r, before);
         Some(d)
     }
 
