@@ -106,8 +106,9 @@ pub enum Why {
         ms: f64,
     },
     /// A cut read from packets waiting at home or in flight alone was followed by a second
-    /// without a sign of the link's (no queue on the way, nothing lost): it was this box's or
-    /// the receiver's moment, and the rate goes back to where it was before.
+    /// without a sign of the link's (no queue on the way, no losses past a lone one, nothing
+    /// given up): it was this box's or the receiver's moment, and the rate goes back to where
+    /// it was before.
     Undone {
         /// The rate the cut had left, kbit/s.
         cut_kbps: f64,
@@ -140,7 +141,7 @@ impl fmt::Display for Why {
             }
             Why::Undone { cut_kbps } => write!(
                 f,
-                "the cut to {:.1} Mbit/s was not the link's (no queue, nothing lost since): back up",
+                "the cut to {:.1} Mbit/s was not the link's (no queue, no heavy losses since): back up",
                 mbps(cut_kbps)
             ),
         }
