@@ -54,8 +54,8 @@ pub enum Packet<'a> {
     SrtData(u32),
     /// SRT's ACK, carrying the next sequence number the receiver expects.
     SrtAck(u32),
-    /// SRT's loss report: the sequence numbers reported lost.
-    SrtNak(Vec<u32>),
+    /// SRT's loss report, read lazily: [`NakList::ranges`].
+    SrtNak(NakList<'a>),
     /// Another SRT control packet (handshake, keepalive, shutdown, ...).
     SrtControl,
     /// Too short or of an unknown type.
@@ -86,30 +86,103 @@ pub fn parse(data: &[u8]) -> Packet<'_> {
         _ if data.len() < SRT_MIN_LEN => Packet::Unknown,
         _ if kind & 0x8000 == 0 => be32(data, 0).map_or(Packet::Unknown, Packet::SrtData),
         SRT_ACK => be32(data, 16).map_or(Packet::SrtControl, Packet::SrtAck),
-        SRT_NAK => Packet::SrtNak(nak_list(&data[16..])),
+        SRT_NAK => Packet::SrtNak(NakList(&data[16..])),
         _ => Packet::SrtControl,
     }
 }
 
-/// SRT's compressed loss list: a number with the top bit set starts a range ending at the next.
-fn nak_list(body: &[u8]) -> Vec<u32> {
-    let words: Vec<u32> = body.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < words.len() {
-        let w = words[i];
-        if w & 0x8000_0000 != 0 {
-            let (first, last) = (w & 0x7fff_ffff, words.get(i + 1).copied().unwrap_or(w & 0x7fff_ffff));
-            // A range longer than a second of any stream is not worth walking packet by packet.
-            let n = last.wrapping_sub(first).min(4096);
-            out.extend((0..=n).map(|k| first.wrapping_add(k) & 0x7fff_ffff));
-            i += 2;
-        } else {
-            out.push(w);
-            i += 1;
-        }
+/// SRT's compressed loss list as it came: a number with the top bit set starts a range ending
+/// at the next. Reading it costs nothing until [`Self::ranges`] walks it, and walking it costs
+/// one step per range, never per sequence number: a 1500-byte datagram of ranges names at most
+/// 187 of them, however many numbers they span (issue 57, finding 4: expanded, one such
+/// datagram was 1.5 million numbers, each looked for among the packets in flight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NakList<'a>(&'a [u8]);
+
+impl<'a> NakList<'a> {
+    /// The ranges reported lost, `(first, last)` inclusive, each at most [`NAK_RANGE_MAX`]
+    /// numbers long (a longer one is more than a second of any stream: it is cut there), in the
+    /// order given. A range whose end is missing stands for its first number.
+    pub fn ranges(&self) -> impl Iterator<Item = (u32, u32)> + 'a {
+        let mut words = self.0.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+        std::iter::from_fn(move || {
+            let w = words.next()?;
+            if w & 0x8000_0000 == 0 {
+                return Some((w, w));
+            }
+            let first = w & 0x7fff_ffff;
+            let last = words.next().map_or(first, |l| l & 0x7fff_ffff);
+            let span = last.wrapping_sub(first) & 0x7fff_ffff;
+            Some((first, first.wrapping_add(span.min(NAK_RANGE_MAX - 1)) & 0x7fff_ffff))
+        })
     }
-    out
+
+    /// Whether `seq` is reported lost. One step per range.
+    pub fn contains(&self, seq: u32) -> bool {
+        self.ranges()
+            .any(|(first, last)| (seq.wrapping_sub(first) & 0x7fff_ffff) <= (last.wrapping_sub(first) & 0x7fff_ffff))
+    }
+
+    /// Every number reported lost, expanded (for tests and small lists).
+    pub fn seqs(&self) -> Vec<u32> {
+        self.ranges()
+            .flat_map(|(first, last)| {
+                let n = last.wrapping_sub(first) & 0x7fff_ffff;
+                (0..=n).map(move |k| first.wrapping_add(k) & 0x7fff_ffff)
+            })
+            .collect()
+    }
+}
+
+/// A loss report's ranges sorted and merged, for looking packets up by sequence number: one
+/// binary search per packet in flight, whatever the report holds. Built before the sender's
+/// state is locked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LossRanges(Vec<(u32, u32)>);
+
+impl LossRanges {
+    /// The ranges of `list`, a range across the wrap of SRT's 31-bit numbers split in two.
+    pub fn new(list: NakList<'_>) -> Self {
+        const MASK: u32 = 0x7fff_ffff;
+        let mut v = Vec::new();
+        for (first, last) in list.ranges() {
+            if last >= first {
+                v.push((first, last));
+            } else {
+                v.push((first, MASK));
+                v.push((0, last));
+            }
+        }
+        v.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(v.len());
+        for (a, b) in v {
+            match merged.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        LossRanges(merged)
+    }
+
+    /// Whether `seq` is reported lost.
+    pub fn contains(&self, seq: u32) -> bool {
+        let i = self.0.partition_point(|&(a, _)| a <= seq);
+        i > 0 && seq <= self.0[i - 1].1
+    }
+
+    /// Whether nothing is reported.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The longest range a loss report is read with.
+pub const NAK_RANGE_MAX: u32 = 4097;
+
+/// The first two bytes of a datagram, read as srtla's and SRT's control types are: whether it
+/// is a registration (`REG1` or `REG2`), the only kind a sender not yet known may send.
+pub fn is_registration(data: &[u8]) -> bool {
+    matches!(be16(data, 0), Some(REG1 | REG2))
 }
 
 /// Whether a datagram is a group registration (`REG1`).
@@ -223,13 +296,30 @@ mod tests {
     #[test]
     fn nak_ranges_expand() {
         let nak = srt_control(0x8003, &[5, 0x8000_0000 | 10, 13, 20]);
-        assert_eq!(parse(&nak), Packet::SrtNak(vec![5, 10, 11, 12, 13, 20]));
+        let Packet::SrtNak(list) = parse(&nak) else { panic!("not a NAK") };
+        assert_eq!(list.seqs(), vec![5, 10, 11, 12, 13, 20]);
+        assert_eq!(list.ranges().collect::<Vec<_>>(), vec![(5, 5), (10, 13), (20, 20)]);
+        assert!(list.contains(12) && list.contains(20) && !list.contains(14) && !list.contains(4));
         // A range whose end is missing stands for its first number.
-        assert_eq!(parse(&srt_control(0x8003, &[0x8000_0007])), Packet::SrtNak(vec![7]));
-        // A hostile range is bounded.
+        let lone = srt_control(0x8003, &[0x8000_0007]);
+        let Packet::SrtNak(one) = parse(&lone) else { panic!("not a NAK") };
+        assert_eq!(one.seqs(), vec![7]);
+        // A hostile range is bounded, and a range across the wrap of SRT's 31-bit numbers holds.
         let huge = srt_control(0x8003, &[0x8000_0000, 0x7fff_ffff]);
         let Packet::SrtNak(v) = parse(&huge) else { panic!("not a NAK") };
-        assert_eq!(v.len(), 4097);
+        assert_eq!(v.seqs().len(), NAK_RANGE_MAX as usize);
+        let wrap = srt_control(0x8003, &[0x8000_0000 | 0x7fff_fffe, 1]);
+        let Packet::SrtNak(w) = parse(&wrap) else { panic!("not a NAK") };
+        assert_eq!(w.seqs(), vec![0x7fff_fffe, 0x7fff_ffff, 0, 1]);
+        assert!(w.contains(0) && !w.contains(2) && !w.contains(0x7fff_fffd));
+        // Sorted and merged, the same answers by binary search.
+        let r = LossRanges::new(w);
+        assert!(r.contains(0x7fff_ffff) && r.contains(0) && r.contains(1) && !r.contains(2) && !r.contains(5));
+        let overlapping = srt_control(0x8003, &[0x8000_0000 | 10, 20, 0x8000_0000 | 15, 30, 12, 40]);
+        let Packet::SrtNak(o) = parse(&overlapping) else { panic!("not a NAK") };
+        let r = LossRanges::new(o);
+        assert_eq!(r, LossRanges(vec![(10, 30), (40, 40)]));
+        assert!((10..=30).all(|s| r.contains(s)) && r.contains(40) && !r.contains(31) && !r.contains(9));
     }
 
     #[test]

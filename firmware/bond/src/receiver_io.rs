@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use telebridge_sync::Locked;
 
 use crate::proto::SENDER_ID_LEN;
-use crate::receiver::{Action, GroupStatus, GroupToken, Limits, Receiver};
+use crate::receiver::{Action, Cookie, GroupStatus, GroupToken, Limits, Receiver};
 
 const POLL: Duration = Duration::from_millis(100);
 const MTU: usize = 1500;
@@ -53,7 +53,7 @@ impl BondReceiver {
         let _ = socket2::SockRef::from(&socket).set_recv_buffer_size(8 << 20);
         let local = socket.local_addr()?;
         let shared = Arc::new(Shared {
-            core: Mutex::new(Receiver::new(Limits { reorder_max, ..Limits::default() })),
+            core: Mutex::new(Receiver::new(Limits { reorder_max, ..Limits::default() }, Cookie::new(random_key()))),
             stop: AtomicBool::new(false),
             socket,
             srt_peer,
@@ -128,9 +128,7 @@ fn receive_loop(shared: &Arc<Shared>) {
                 continue;
             }
         };
-        // Only a group's registration needs the kernel's randomness.
-        let fresh = if crate::proto::is_reg1(&buf[..n]) { random_half() } else { [0; SENDER_ID_LEN] };
-        let actions = shared.core().on_datagram(from, &buf[..n], Instant::now(), &fresh);
+        let actions = shared.core().on_datagram(from, &buf[..n], Instant::now());
         forward(shared, &mut peers, actions);
     }
     for (_, p) in peers {
@@ -192,6 +190,14 @@ fn open_peer(shared: &Arc<Shared>, token: GroupToken) -> io::Result<Peer> {
         }
     })?;
     Ok(Peer { socket, thread, closed })
+}
+
+/// The key of the receiver's cookies: 32 random bytes from the kernel.
+fn random_key() -> [u8; 32] {
+    let half = random_half();
+    let mut key = [0u8; 32];
+    key.copy_from_slice(&half[..32]);
+    key
 }
 
 /// 128 random bytes from the kernel for a group's half of its id.

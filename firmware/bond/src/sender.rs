@@ -14,10 +14,14 @@ use crate::link::{
     seq_before, Flight, FLIGHT_MAX, QUEUE_SHARE, WINDOW_GROW, WINDOW_MAX, WINDOW_MIN, WINDOW_NAK, WINDOW_START,
     WINDOW_UNIT,
 };
-use crate::proto::{self, GroupId, Packet, SENDER_ID_LEN};
+use crate::proto::{self, GroupId, LossRanges, Packet, SENDER_ID_LEN};
 
 /// A registration unanswered this long is tried again (on the next uplink for a group).
 const REG_RETRY: Duration = Duration::from_secs(1);
+/// After the group is made, a `REG_NGP` is not believed for this long: the receiver makes the
+/// group when the first uplink's `REG2` reaches it, and another uplink's may overtake it
+/// (srtla_send waits for its REG3s likewise).
+const JOIN_WAIT: Duration = Duration::from_secs(4);
 
 /// What the sender asks of its sockets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,14 +32,56 @@ pub enum Out {
     Srt(Vec<u8>),
 }
 
+/// A datagram from the receiver, read before the sender's state is locked: whatever a
+/// datagram holds, what is left to do under the lock is bounded by the packets in flight
+/// (issue 57, finding 4: one 1496-byte loss report held the lock for 140-220 ms).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard<'a> {
+    /// `REG_NGP`: the receiver does not know the group.
+    RegNgp,
+    /// `REG2`: the group's whole id.
+    Reg2(&'a GroupId),
+    /// `REG_ERR` or `REG_NAK`.
+    Refused,
+    /// `REG3`: this uplink joined.
+    Reg3,
+    /// An echoed keepalive and our stamp in it.
+    Keepalive(Option<u64>),
+    /// srtla's ACK of these sequence numbers.
+    Ack(Vec<u32>),
+    /// SRT's ACK: the next number the receiver waits for.
+    SrtAck(u32),
+    /// SRT's loss report, sorted for lookups.
+    SrtNak(LossRanges),
+    /// Anything else: handed to libsrt.
+    Other,
+}
+
+impl<'a> Heard<'a> {
+    /// Reads a datagram from the receiver.
+    pub fn read(data: &'a [u8]) -> Self {
+        match proto::parse(data) {
+            Packet::RegNgp => Heard::RegNgp,
+            Packet::Reg2(id) => Heard::Reg2(id),
+            Packet::RegErr | Packet::RegNak => Heard::Refused,
+            Packet::Reg3 => Heard::Reg3,
+            Packet::Keepalive(body) => Heard::Keepalive(proto::keepalive_stamp(body)),
+            Packet::Ack(seqs) => Heard::Ack(seqs),
+            Packet::SrtAck(next) => Heard::SrtAck(next),
+            Packet::SrtNak(list) => Heard::SrtNak(LossRanges::new(list)),
+            _ => Heard::Other,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reg {
     /// No group yet: ask for one on the next uplink.
     Start { next: usize },
     /// `REG1` sent on `link`, waiting for the group's id.
     Asked { link: usize, at: Instant },
-    /// The group exists; uplinks join it.
-    Joined,
+    /// The group exists (since `at`); uplinks join it.
+    Joined { at: Instant },
 }
 
 /// What the rate law reads of a bond beside libsrt's counters of the connection over it.
@@ -173,27 +219,32 @@ impl Sender {
 
     /// A datagram from the receiver over uplink `n`.
     pub fn on_link(&mut self, n: usize, data: &[u8], now: Instant) -> Vec<Out> {
+        self.on_heard(n, Heard::read(data), data, now)
+    }
+
+    /// A datagram from the receiver over uplink `n`, read already ([`Heard::read`]).
+    pub fn on_heard(&mut self, n: usize, heard: Heard<'_>, data: &[u8], now: Instant) -> Vec<Out> {
         if n >= self.links.len() {
             return Vec::new();
         }
-        match proto::parse(data) {
-            Packet::RegNgp => return self.on_ngp(n, now),
-            Packet::Reg2(id) => return self.on_reg2(n, id),
-            Packet::RegErr | Packet::RegNak => {
+        match heard {
+            Heard::RegNgp => return self.on_ngp(n, now),
+            Heard::Reg2(id) => return self.on_reg2(n, id, now),
+            Heard::Refused => {
                 tracing::warn!(link = %self.links[n].name, "the bonding receiver refused a registration");
                 return Vec::new();
             }
             _ => {}
         }
         self.heard(n, now);
-        match proto::parse(data) {
-            Packet::Reg3 => {
+        match heard {
+            Heard::Reg3 => {
                 self.links[n].registered = true;
                 self.heard(n, now);
                 Vec::new()
             }
-            Packet::Keepalive(body) => {
-                if let Some(stamp) = proto::keepalive_stamp(body) {
+            Heard::Keepalive(stamp) => {
+                if let Some(stamp) = stamp {
                     let sent = self.epoch + Duration::from_micros(stamp);
                     if now >= sent {
                         self.links[n].rtt_sample(now - sent, now);
@@ -201,11 +252,11 @@ impl Sender {
                 }
                 Vec::new()
             }
-            Packet::Ack(seqs) => {
+            Heard::Ack(seqs) => {
                 self.on_srtla_ack(n, &seqs);
                 Vec::new()
             }
-            Packet::SrtAck(next) => {
+            Heard::SrtAck(next) => {
                 for l in &mut self.links {
                     l.flights.retain(|f| !seq_before(f.seq, next));
                 }
@@ -215,7 +266,7 @@ impl Sender {
                 }
                 vec![Out::Srt(data.to_vec())]
             }
-            Packet::SrtNak(lost) => {
+            Heard::SrtNak(lost) => {
                 self.on_nak(&lost);
                 vec![Out::Srt(data.to_vec())]
             }
@@ -313,12 +364,15 @@ impl Sender {
             if self.ahead.len() < AHEAD_MAX && self.srt_acked.is_none_or(|a| !seq_before(seq, a)) {
                 self.ahead.insert(seq);
             }
-            let link = &mut self.links[n];
-            if let Some(i) = link.flights.iter().position(|f| f.seq == seq) {
-                link.flights.remove(i);
-                if link.flights.len() as i32 * WINDOW_UNIT > link.window {
-                    link.window += WINDOW_GROW - 1;
-                }
+        }
+        // One pass over the packets in flight, not one per number acknowledged.
+        let acked: std::collections::HashSet<u32> = seqs.iter().copied().collect();
+        let link = &mut self.links[n];
+        let before = link.flights.len();
+        link.flights.retain(|f| !acked.contains(&f.seq));
+        for left in (link.flights.len()..before).rev() {
+            if left as i32 * WINDOW_UNIT > link.window {
+                link.window += WINDOW_GROW - 1;
             }
         }
         for l in &mut self.links {
@@ -328,17 +382,30 @@ impl Sender {
         }
     }
 
-    fn on_nak(&mut self, lost: &[u32]) {
-        for &seq in lost {
-            if let Some(l) = self.links.iter_mut().find(|l| l.flights.iter().any(|f| f.seq == seq)) {
-                l.naks += 1;
-                l.window = (l.window - WINDOW_NAK).max(WINDOW_MIN);
+    /// Each packet in flight is looked up in the report (a binary search), so the work is
+    /// bounded by the packets in flight whatever the report says.
+    fn on_nak(&mut self, lost: &LossRanges) {
+        if lost.is_empty() {
+            return;
+        }
+        let mut counted = std::collections::HashSet::new();
+        for l in &mut self.links {
+            for f in &l.flights {
+                // A packet sent twice (rescued) counts against the first uplink holding it.
+                if lost.contains(f.seq) && counted.insert(f.seq) {
+                    l.naks += 1;
+                    l.window = (l.window - WINDOW_NAK).max(WINDOW_MIN);
+                }
             }
         }
     }
 
     fn on_ngp(&mut self, n: usize, now: Instant) -> Vec<Out> {
-        if self.reg == Reg::Joined {
+        // Believed only when no uplink carries the stream (anyone can send a datagram from the
+        // receiver's address; a group that answers is not forgotten) and the group is not
+        // being made.
+        let settled = matches!(self.reg, Reg::Joined { at } if now.saturating_duration_since(at) >= JOIN_WAIT);
+        if settled && !self.is_up() {
             // The receiver forgot the group (restarted): make a new one.
             tracing::warn!("the bonding receiver does not know our group: registering again");
             for l in &mut self.links {
@@ -351,15 +418,23 @@ impl Sender {
         Vec::new()
     }
 
-    fn on_reg2(&mut self, n: usize, id: &GroupId) -> Vec<Out> {
+    fn on_reg2(&mut self, n: usize, id: &GroupId, now: Instant) -> Vec<Out> {
         let asked = matches!(self.reg, Reg::Asked { link, .. } if link == n);
         if !asked || id[..SENDER_ID_LEN] != self.id[..SENDER_ID_LEN] {
             return Vec::new();
         }
         self.id = *id;
-        self.reg = Reg::Joined;
+        self.reg = Reg::Joined { at: now };
         tracing::info!(link = %self.links[n].name, "bonded group registered");
-        (0..self.links.len()).map(|i| Out::Link(i, proto::reg2(&self.id))).collect()
+        // The uplink that asked first: the receiver makes the group from its REG2 (the proof
+        // that it received the id); the others join it, or try again a second later.
+        let order = std::iter::once(n).chain((0..self.links.len()).filter(|&i| i != n));
+        order
+            .map(|i| {
+                self.links[i].last_reg = Some(now);
+                Out::Link(i, proto::reg2(&self.id))
+            })
+            .collect()
     }
 
     fn register(&mut self, now: Instant) -> Vec<Out> {
@@ -373,7 +448,7 @@ impl Sender {
                 self.reg = Reg::Asked { link: next, at: now };
                 vec![Out::Link(next, proto::reg1(&self.id))]
             }
-            Reg::Joined => {
+            Reg::Joined { .. } => {
                 let mut out = Vec::new();
                 for (i, l) in self.links.iter_mut().enumerate() {
                     let unanswered = !l.registered || l.state == LinkState::Dead;
@@ -449,8 +524,17 @@ mod tests {
         s.on_link(0, &proto::reg3(), now);
         assert_eq!(s.status()[0].state, LinkState::Up);
         assert_eq!(s.status()[1].state, LinkState::Connecting);
-        // The receiver restarted: a new group is asked for on the uplink that heard it.
-        let out = s.on_link(1, &proto::reg_ngp(), now);
+        // A REG_NGP while an uplink carries the stream, or while the group is being made, is
+        // not believed: anyone can send one from the receiver's address, and an uplink's REG2
+        // may reach the receiver before the one that makes the group.
+        assert!(s.on_link(1, &proto::reg_ngp(), now).is_empty());
+        assert!(s.on_link(1, &proto::reg_ngp(), now + JOIN_WAIT).is_empty(), "uplink 0 is up");
+        // The receiver restarted: its silence kills the uplinks, then a new group is asked for
+        // on the uplink that heard it.
+        let later = now + JOIN_WAIT + 10 * MS;
+        s.on_tick(later);
+        assert!(!s.is_up());
+        let out = s.on_link(1, &proto::reg_ngp(), later);
         assert!(matches!(out.as_slice(), [Out::Link(1, p)] if proto::is_reg1(p)), "{out:?}");
     }
 
@@ -580,6 +664,35 @@ mod tests {
         assert_eq!(s.links[n].window, before - WINDOW_NAK);
         assert_eq!(s.links[n].naks, 1);
         assert_eq!(s.links[1 - n].naks, 0);
+    }
+
+    #[test]
+    fn a_hostile_loss_report_counts_each_packet_in_flight_once() {
+        // Issue 57, finding 4: 1496 bytes of ranges, each as long as a range is read, over
+        // every packet the uplinks remember in flight.
+        let now = Instant::now();
+        let mut s = joined(&[50, 50], now);
+        for seq in 0..(2 * FLIGHT_MAX as u32) {
+            s.links[(seq % 2) as usize].flights.push_back(Flight { seq, data: Vec::new() });
+        }
+        let mut nak = vec![0u8; 16];
+        nak[..2].copy_from_slice(&[0x80, 0x03]);
+        while nak.len() + 8 <= 1496 {
+            nak.extend_from_slice(&0x8000_0000u32.to_be_bytes());
+            nak.extend_from_slice(&0x7fff_ffffu32.to_be_bytes());
+        }
+        let Heard::SrtNak(ranges) = Heard::read(&nak) else { panic!("not a loss report") };
+        assert!(ranges.contains(0) && ranges.contains(4096) && !ranges.contains(4097));
+        assert_eq!(s.on_heard(0, Heard::SrtNak(ranges), &nak, now), vec![Out::Srt(nak.clone())]);
+        assert_eq!((s.links[0].naks, s.links[1].naks), (FLIGHT_MAX as u64, FLIGHT_MAX as u64));
+        assert_eq!(s.links[0].window, WINDOW_MIN);
+        // An srtla ACK of every packet on uplink 1 empties it in one pass.
+        let seqs: Vec<u32> = (0..(2 * FLIGHT_MAX as u32)).filter(|q| q % 2 == 1).collect();
+        for chunk in seqs.chunks(370) {
+            s.on_link(1, &proto::ack(chunk), now);
+        }
+        assert!(s.links[1].flights.is_empty());
+        assert_eq!(s.links[0].flights.len(), FLIGHT_MAX);
     }
 
     #[test]

@@ -243,7 +243,9 @@ fn uplink_loop(shared: &Shared, n: usize, uplink: &Uplink, receiver: SocketAddr)
         };
         match socket.recv(&mut buf) {
             Ok(len) => {
-                let outs = shared.core().on_link(n, &buf[..len], Instant::now());
+                // Read before the lock: what is left under it is bounded by the packets in flight.
+                let heard = crate::sender::Heard::read(&buf[..len]);
+                let outs = shared.core().on_heard(n, heard, &buf[..len], Instant::now());
                 shared.carry_out(outs);
             }
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
