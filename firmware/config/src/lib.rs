@@ -36,7 +36,7 @@ pub use uplink::{parse_uplinks, Uplink, UplinkError, MAX_UPLINKS};
 pub use valid::{
     is_box_name, BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig, GPIO_LEDS,
 };
-pub use validate::{FieldError, MeetToken, RelaySpec, ValidationErrors};
+pub use validate::{meet_slot, FieldError, MeetHello, MeetToken, RelaySpec, ValidationErrors, MEET_SLOT_SECS};
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].
 pub const EXAMPLE_TOML: &str = include_str!("../telebridge.example.toml");

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::time::Duration;
 
-pub use crate::bridge::{MeetToken, RelaySpec};
+pub use crate::bridge::{meet_slot, MeetHello, MeetToken, RelaySpec, MEET_SLOT_SECS};
 use crate::srt_url::redact_query;
 use crate::valid::{BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig};
 use crate::{

@@ -29,7 +29,7 @@ pub fn dial(url: &SrtUrl, control: &Control, send_only: bool) -> Result<Option<(
     }
     let local = local_bind(url, Some(&remote)).map_err(|e| e.to_string())?;
     if let (SrtMode::Rendezvous, Some(token), Some(local)) = (url.mode, url.meet_token, local) {
-        if say_hello(&local, &remote, &token.hello(), control) {
+        if say_hello(&local, &remote, &token, control) {
             return Ok(None);
         }
     }
@@ -67,14 +67,18 @@ pub fn dial(url: &SrtUrl, control: &Control, send_only: bool) -> Result<Option<(
 /// before the slot for this; the wait is the backstop, inside the rendezvous' 8 s).
 const HELLO_PORT_WAIT: Duration = Duration::from_secs(6);
 
-/// A hello is said this many times, 20 ms apart: one lost on the way would cost the slot.
+/// A confirmation is said this many times, 20 ms apart: one lost on the way would cost the slot.
 const HELLOS: usize = 3;
+/// How long a hello waits for the meeting point's cookie, said again each [`HELLO_AGAIN`].
+const COOKIE_WAIT: Duration = Duration::from_millis(1500);
+const HELLO_AGAIN: Duration = Duration::from_millis(250);
 
-/// A rendezvous through a meeting point says the pair's token first, from the port the
-/// rendezvous is about to bind (the relay forwards only between two addresses that said it; a
-/// NAT on the way keeps that port's mapping for the rendezvous that follows at once). `true`
-/// when stopped meanwhile.
-fn say_hello(local: &SocketAddr, relay: &SocketAddr, hello: &[u8], control: &Control) -> bool {
+/// A rendezvous through a meeting point says the pair's token for this slot first, from the
+/// port the rendezvous is about to bind, and confirms it with the cookie the relay answers
+/// (the relay forwards only between two addresses that did so; a NAT on the way keeps that
+/// port's mapping for the rendezvous that follows at once). See
+/// [`telebridge_config::MeetToken`]. `true` when stopped meanwhile.
+fn say_hello(local: &SocketAddr, relay: &SocketAddr, key: &telebridge_config::MeetToken, control: &Control) -> bool {
     let since = Instant::now();
     let bound = loop {
         match std::net::UdpSocket::bind(local) {
@@ -86,23 +90,57 @@ fn say_hello(local: &SocketAddr, relay: &SocketAddr, hello: &[u8], control: &Con
             bound => break bound,
         }
     };
-    let said = match bound {
-        Ok(s) => {
-            let mut sent = Ok(0);
-            for k in 0..HELLOS {
-                if k > 0 && control.stop_within(Duration::from_millis(20)) {
-                    return true;
-                }
-                sent = s.send_to(hello, relay);
+    let unix_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let hello = key.hello(telebridge_config::meet_slot(unix_ms));
+    let said = bound.and_then(|s| {
+        s.set_read_timeout(Some(Duration::from_millis(20)))?;
+        let asked = Instant::now();
+        let mut last_hello: Option<Instant> = None;
+        let mut buf = [0u8; 64];
+        let cookie = loop {
+            if asked.elapsed() > COOKIE_WAIT {
+                break None;
             }
-            sent
+            if last_hello.is_none_or(|t| t.elapsed() >= HELLO_AGAIN) {
+                s.send_to(&hello.to_bytes(), relay)?;
+                last_hello = Some(Instant::now());
+            }
+            match s.recv_from(&mut buf) {
+                Ok((n, from)) if from == *relay => {
+                    if let Some(c) = telebridge_config::MeetHello::cookie_from(&buf[..n]) {
+                        break Some(c);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                // An ICMP error from a relay not (yet) there: it is asked again.
+                Err(_) => {}
+            }
+            if control.stop_within(Duration::ZERO) {
+                return Ok(true);
+            }
+        };
+        let Some(cookie) = cookie else {
+            tracing::warn!(%relay, "the meeting point did not answer the pair's hello (not running, or older than this box)");
+            return Ok(false);
+        };
+        let confirm = telebridge_config::MeetHello { cookie: Some(cookie), ..hello }.to_bytes();
+        for k in 0..HELLOS {
+            if k > 0 && control.stop_within(Duration::from_millis(20)) {
+                return Ok(true);
+            }
+            s.send_to(&confirm, relay)?;
         }
-        Err(e) => Err(e),
-    };
-    if let Err(e) = said {
-        tracing::warn!(local = %local, relay = %relay, error = %e, "cannot say the pair's token to the meeting point");
+        Ok(false)
+    });
+    match said {
+        Ok(stopped) => stopped,
+        Err(e) => {
+            tracing::warn!(local = %local, relay = %relay, error = %e, "cannot say the pair's token to the meeting point");
+            false
+        }
     }
-    false
 }
 
 /// Why the peer refused, in words: libsrt's reject code, else what its log said.

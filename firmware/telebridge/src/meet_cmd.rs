@@ -35,7 +35,11 @@ pub(crate) fn meet(ports: &str) -> ExitCode {
                 Err(e) => return bad_input(format!("--meet: cannot listen on UDP {port}: {e}")),
             }
         }
-        let pair = Arc::new(Mutex::new(Meeting::default()));
+        let key = match random_key() {
+            Ok(k) => k,
+            Err(e) => return bad_input(format!("--meet: no randomness for the cookies' key (/dev/urandom): {e}")),
+        };
+        let pair = Arc::new(Mutex::new(Meeting::new(key)));
         for side in 0..2 {
             let (mine, other) = (sockets[side].clone(), sockets[1 - side].clone());
             let (pair, stop) = (pair.clone(), stop.clone());
@@ -63,6 +67,19 @@ pub(crate) fn meet(ports: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// 32 bytes from the kernel: the key of a port pair's cookies.
+fn random_key() -> std::io::Result<[u8; 32]> {
+    use std::io::Read;
+    let mut k = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut k)?;
+    Ok(k)
+}
+
+/// The Unix clock in ms (the hellos name their rendezvous slot by it).
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 /// How often a port says how many datagrams it dropped.
 const DROPS_EVERY: Duration = Duration::from_secs(60);
 
@@ -70,7 +87,7 @@ const DROPS_EVERY: Duration = Duration::from_secs(60);
 /// of its pair.
 fn serve(port: u16, side: usize, mine: &UdpSocket, other: &UdpSocket, pair: &Mutex<Meeting>, stop: &AtomicBool) {
     let mut buf = vec![0u8; 2048];
-    let mut drops = [0u64; 3];
+    let mut drops = [0u64; 7];
     let mut said = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         if drops.iter().any(|n| *n > 0) && said.elapsed() >= DROPS_EVERY {
@@ -79,9 +96,14 @@ fn serve(port: u16, side: usize, mine: &UdpSocket, other: &UdpSocket, pair: &Mut
                 no_place = drops[0],
                 hellos_over_rate = drops[1],
                 source_full = drops[2],
-                "meeting point: datagrams dropped (from addresses that said no pair's token, hellos over a source's rate or places)"
+                stale = drops[3],
+                bad_cookie = drops[4],
+                taken = drops[5],
+                old_version = drops[6],
+                "meeting point: datagrams dropped (from addresses that said no pair's token, hellos over a source's rate or places, \
+                 for another slot, with a cookie not ours, for a pair already flowing, or from boxes older than this relay)"
             );
-            drops = [0; 3];
+            drops = [0; 7];
             said = Instant::now();
         }
         let (n, from) = match mine.recv_from(&mut buf) {
@@ -92,12 +114,15 @@ fn serve(port: u16, side: usize, mine: &UdpSocket, other: &UdpSocket, pair: &Mut
                 continue;
             }
         };
-        let meet = pair.locked().on_datagram(side, from, &buf[..n], Instant::now());
+        let meet = pair.locked().on_datagram(side, from, &buf[..n], Instant::now(), unix_ms());
         match meet {
+            Meet::Cookie(c) => {
+                let _ = mine.send_to(&c, from);
+            }
             Meet::Forward(to) => {
                 let _ = other.send_to(&buf[..n], to);
             }
-            // A box says its hello three times: the first is news.
+            // A box says its confirmation up to three times: the first is news.
             Meet::Welcomed { again: true, .. } => {}
             Meet::Welcomed { peer: Some(peer), .. } => {
                 info!(port, this = %from, other = %peer, "meeting point: two boxes met")
@@ -111,6 +136,10 @@ fn serve(port: u16, side: usize, mine: &UdpSocket, other: &UdpSocket, pair: &Mut
                     Dropped::NoPlace => 0,
                     Dropped::TooManyHellos => 1,
                     Dropped::SourceFull => 2,
+                    Dropped::Stale => 3,
+                    Dropped::BadCookie => 4,
+                    Dropped::Taken => 5,
+                    Dropped::OldHello => 6,
                 }] += 1
             }
         }
