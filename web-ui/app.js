@@ -380,6 +380,15 @@ function renderNearby(d) {
     what.className = 'what';
     what.textContent = ` ${b.role}, ${PAIRING_WORDS[b.pairing] || b.pairing}, at ${b.panel}`;
     li.append(pick, what);
+    if (b.conflict && b.conflict.length) {
+      // Someone else announces this box (its id, or its name at other addresses).
+      const warn = document.createElement('p');
+      warn.className = 'conflict';
+      warn.setAttribute('role', 'alert');
+      warn.textContent = `Conflict: ${b.name} is also announced from ${b.conflict.join(', ')}. ` +
+        'Another machine may be posing as it; pairing still needs the code it shows, and this box calls only an address the paired box says it owns.';
+      li.append(warn);
+    }
     list.append(li);
   }
   const none = d.boxes.length ? '' : 'No other box found on this network yet.';

@@ -43,6 +43,13 @@ pub struct Found {
     pub panel: SocketAddr,
     /// Every address it announced, in the order tried.
     pub addresses: Vec<IpAddr>,
+    /// Addresses that announced this box (its id, or its name under another id) besides the
+    /// ones it was first seen at: someone else says they are it (issue 57, finding 2). The
+    /// list keeps the first-seen record; the Pair page shows the conflict.
+    pub conflict: Vec<IpAddr>,
+    /// Whether its panel answered at the address announced (a record whose panel does not
+    /// answer is the first to go when the list is full).
+    pub answered: bool,
 }
 
 fn role_name<S: Serializer>(role: &Role, s: S) -> Result<S::Ok, S::Error> {
@@ -109,7 +116,16 @@ impl Found {
         }
         let addresses = usable(&record.addresses);
         let first = *addresses.first().ok_or(Refused::NoAddress)?;
-        Ok(Found { id, name: name.to_string(), role, pairing, panel: SocketAddr::new(first, record.port), addresses })
+        Ok(Found {
+            id,
+            name: name.to_string(),
+            role,
+            pairing,
+            panel: SocketAddr::new(first, record.port),
+            addresses,
+            conflict: Vec::new(),
+            answered: false,
+        })
     }
 }
 

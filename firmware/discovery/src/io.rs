@@ -2,6 +2,7 @@
 //! [`Neighbours`].
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use telebridge_sync::Locked;
@@ -67,6 +68,7 @@ impl Discovery {
         let events = daemon.browse(SERVICE_TYPE).map_err(err("cannot browse"))?;
         let neighbours = Arc::new(Mutex::new(Neighbours::new(me)));
         let list = neighbours.clone();
+        let checking = Arc::new(AtomicUsize::new(0));
         std::thread::Builder::new()
             .name("discovery".into())
             .spawn(move || {
@@ -80,8 +82,10 @@ impl Discovery {
                                 addresses: r.addresses.iter().map(|a| a.to_ip_addr()).collect(),
                                 txt: r.txt_properties.iter().map(|p| (p.key().to_string(), p.val_str().to_string())).collect(),
                             };
-                            if let Err(e) = lock(&list).resolved(&record, Instant::now()) {
-                                debug!(instance = %record.fullname.chars().take(80).collect::<String>(), reason = %e, "not listed");
+                            match lock(&list).resolved(&record, Instant::now()) {
+                                Ok(Some(panel)) => check_panel(&list, panel, &checking),
+                                Ok(None) => {}
+                                Err(e) => debug!(instance = %record.fullname.chars().take(80).collect::<String>(), reason = %e, "not listed"),
                             }
                         }
                         ServiceEvent::ServiceRemoved(_, fullname) => lock(&list).removed(&fullname),
@@ -141,6 +145,33 @@ impl Drop for Discovery {
             self.goodbye(&fullname);
         }
         let _ = self.daemon.shutdown();
+    }
+}
+
+/// Checks at most this many panels at once (a flood of records is not a flood of threads).
+const CHECKS: usize = 8;
+/// How long a panel has to accept a connection.
+const CHECK_WAIT: Duration = Duration::from_secs(1);
+
+/// Whether the panel a record announced accepts a connection, in a thread of its own; the
+/// answer is kept on the box's entry ([`Neighbours::answered`]).
+fn check_panel(list: &Arc<Mutex<Neighbours>>, panel: std::net::SocketAddr, checking: &Arc<AtomicUsize>) {
+    if checking.fetch_add(1, Ordering::Relaxed) >= CHECKS {
+        checking.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let (list, count) = (list.clone(), checking.clone());
+    let spawned = std::thread::Builder::new().name("discovery-check".into()).spawn(move || {
+        let answered = std::net::TcpStream::connect_timeout(&panel, CHECK_WAIT).is_ok();
+        let mut l = lock(&list);
+        if let Some(id) = l.id_at(panel) {
+            l.answered(&id, panel, answered);
+        }
+        drop(l);
+        count.fetch_sub(1, Ordering::Relaxed);
+    });
+    if spawned.is_err() {
+        checking.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

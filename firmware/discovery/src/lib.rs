@@ -22,7 +22,7 @@ mod neighbours;
 pub use announce::{Announcement, BoxId, PairingState};
 pub use found::{Found, Record, Refused};
 pub use io::{browse_for, Discovery, DiscoveryError};
-pub use neighbours::{Neighbours, MAX_BOXES};
+pub use neighbours::{Neighbours, NotListed, MAX_BOXES, PER_ADDRESS};
 
 /// The DNS-SD service type (RFC 6763 §7: `_name._udp` for a service that is not on TCP alone;
 /// the panel is HTTP, the link SRT over UDP).

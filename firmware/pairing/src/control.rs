@@ -39,23 +39,39 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn welcome_mac(pair_key: &str, pair_id: &str, srt_port: u16, srt_address: Option<&str>) -> Option<Hmac<Sha256>> {
+/// What box A's welcome says: where B is to call it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WelcomeFacts<'a> {
+    /// A's bridge port.
+    pub srt_port: u16,
+    /// The public address A's router passes to A, if it said so.
+    pub srt_address: Option<&'a str>,
+    /// The addresses A owns (issue 57, finding 2: B calls one of these, not an address a
+    /// stranger announced for A). Empty from a box older than that rule, and tagged as before.
+    pub addresses: &'a [String],
+}
+
+fn welcome_mac(pair_key: &str, pair_id: &str, w: &WelcomeFacts<'_>) -> Option<Hmac<Sha256>> {
     let mut m = <Hmac<Sha256> as Mac>::new_from_slice(pair_key.as_bytes()).ok()?;
-    m.update(format!("welcome\0{pair_id}\0{srt_port}\0{}", srt_address.unwrap_or("")).as_bytes());
+    m.update(format!("welcome\0{pair_id}\0{}\0{}", w.srt_port, w.srt_address.unwrap_or("")).as_bytes());
+    if !w.addresses.is_empty() {
+        m.update(format!("\0own\0{}", w.addresses.join(",")).as_bytes());
+    }
     Some(m)
 }
 
-/// The tag box A puts on its welcome (the port and public address B is to call), under the
-/// pair's key: the welcome travels over plain HTTP after the exchange, and a stranger on the
-/// way (or a fake router's claimed address) must not choose where B calls (issue 36, finding 5).
-pub fn welcome_tag(pair_key: &str, pair_id: &str, srt_port: u16, srt_address: Option<&str>) -> String {
-    welcome_mac(pair_key, pair_id, srt_port, srt_address).map(|m| hex(&m.finalize().into_bytes())).unwrap_or_default()
+/// The tag box A puts on its welcome (the port, public address and own addresses B is to
+/// call), under the pair's key: the welcome travels over plain HTTP after the exchange, and a
+/// stranger on the way (or a fake router's claimed address) must not choose where B calls
+/// (issue 36, finding 5; issue 57, finding 2).
+pub fn welcome_tag(pair_key: &str, pair_id: &str, w: &WelcomeFacts<'_>) -> String {
+    welcome_mac(pair_key, pair_id, w).map(|m| hex(&m.finalize().into_bytes())).unwrap_or_default()
 }
 
 /// Whether `tag` is A's tag on this welcome.
-pub fn welcome_genuine(pair_key: &str, pair_id: &str, srt_port: u16, srt_address: Option<&str>, tag: &str) -> bool {
+pub fn welcome_genuine(pair_key: &str, pair_id: &str, w: &WelcomeFacts<'_>, tag: &str) -> bool {
     let Some(tag) = tag_bytes(tag) else { return false };
-    welcome_mac(pair_key, pair_id, srt_port, srt_address).is_some_and(|m| m.verify_slice(&tag).is_ok())
+    welcome_mac(pair_key, pair_id, w).is_some_and(|m| m.verify_slice(&tag).is_ok())
 }
 
 /// The farewell of a box that unpairs, at `unix` seconds.
@@ -126,13 +142,23 @@ mod tests {
     #[test]
     fn a_welcome_is_genuine_only_as_a_sent_it() {
         let key = "ab".repeat(32);
-        let tag = welcome_tag(&key, "0123456789abcdef", 7700, Some("198.20.0.1:7700"));
-        assert!(welcome_genuine(&key, "0123456789abcdef", 7700, Some("198.20.0.1:7700"), &tag));
-        assert!(!welcome_genuine(&key, "0123456789abcdef", 7700, Some("203.0.113.66:7700"), &tag), "address changed");
-        assert!(!welcome_genuine(&key, "0123456789abcdef", 7701, Some("198.20.0.1:7700"), &tag), "port changed");
-        assert!(!welcome_genuine(&key, "0123456789abcdef", 7700, None, &tag), "address removed");
-        assert!(!welcome_genuine(&"cd".repeat(32), "0123456789abcdef", 7700, Some("198.20.0.1:7700"), &tag));
-        assert!(!welcome_genuine(&key, "0123456789abcdef", 7700, Some("198.20.0.1:7700"), "00"));
+        let own = ["10.213.0.2".to_string(), "2001:db8::5".to_string()];
+        let w = |port, address, addresses| WelcomeFacts { srt_port: port, srt_address: address, addresses };
+        let sent = w(7700, Some("198.20.0.1:7700"), &own[..]);
+        let tag = welcome_tag(&key, "0123456789abcdef", &sent);
+        assert!(welcome_genuine(&key, "0123456789abcdef", &sent, &tag));
+        let id = "0123456789abcdef";
+        assert!(!welcome_genuine(&key, id, &w(7700, Some("203.0.113.66:7700"), &own[..]), &tag), "address changed");
+        assert!(!welcome_genuine(&key, id, &w(7701, Some("198.20.0.1:7700"), &own[..]), &tag), "port changed");
+        assert!(!welcome_genuine(&key, id, &w(7700, None, &own[..]), &tag), "address removed");
+        let swapped = ["10.213.0.9".to_string(), "2001:db8::5".to_string()];
+        assert!(
+            !welcome_genuine(&key, id, &w(7700, Some("198.20.0.1:7700"), &swapped[..]), &tag),
+            "own address swapped"
+        );
+        assert!(!welcome_genuine(&key, id, &w(7700, Some("198.20.0.1:7700"), &[]), &tag), "own addresses removed");
+        assert!(!welcome_genuine(&"cd".repeat(32), id, &sent, &tag));
+        assert!(!welcome_genuine(&key, id, &sent, "00"));
     }
 
     fn record(key: &str) -> PairRecord {

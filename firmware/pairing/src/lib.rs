@@ -9,6 +9,7 @@
 //! gives a passive listener nothing and an active attacker one guess per run; the keys it yields
 //! are 256-bit, and the SRT passphrases derived from them are 43 characters of that entropy.
 
+pub mod addresses;
 pub mod code;
 pub mod control;
 pub mod exchange;

@@ -87,6 +87,12 @@ impl Nearby {
         }
     }
 
+    /// Whether `ip` is an address a box on the network announced (a hint, not a proof: see
+    /// `telebridge_pairing::addresses`).
+    pub fn announced(&self, ip: IpAddr) -> bool {
+        self.discovery.as_ref().is_some_and(|d| d.list().iter().any(|f| f.addresses.contains(&ip)))
+    }
+
     /// Stops announcing (a goodbye, so the other boxes drop this one at once).
     pub fn stop(&self) {
         self.announce(None);

@@ -13,6 +13,7 @@ use crate::body::{Shape, SmallJson};
 use crate::error::{ApiError, ErrorBody};
 use crate::pair_client::{self, Answer};
 use crate::AppState;
+use telebridge_pairing::control::WelcomeFacts;
 
 /// The panel's port when the address typed names none.
 const DEFAULT_PANEL_PORT: u16 = 80;
@@ -112,16 +113,11 @@ pub(crate) async fn join(
     if welcome.status != 200 {
         return Err(from_a(&address, &welcome));
     }
-    let Welcome { srt_port, srt_address, tag } = serde_json::from_str(&welcome.body).map_err(|e| {
+    let Welcome { srt_port, srt_address, addresses, tag } = serde_json::from_str(&welcome.body).map_err(|e| {
         ApiError::User(StatusCode::BAD_GATEWAY, format!("{address} answered a pairing it did not explain: {e}"))
     })?;
-    if !telebridge_pairing::control::welcome_genuine(
-        secrets.pair_key.expose(),
-        &secrets.pair_id,
-        srt_port,
-        srt_address.as_deref(),
-        &tag,
-    ) {
+    let facts = WelcomeFacts { srt_port, srt_address: srt_address.as_deref(), addresses: &addresses };
+    if !telebridge_pairing::control::welcome_genuine(secrets.pair_key.expose(), &secrets.pair_id, &facts, &tag) {
         return Err(ApiError::User(
             StatusCode::BAD_GATEWAY,
             format!(
@@ -131,20 +127,63 @@ pub(crate) async fn join(
     }
     let rtt = answer.connect.min(welcome.connect);
     let rtt_ms = rtt.as_micros().div_ceil(1000).min(u128::from(u32::MAX)) as u32;
-    let host = address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h);
+    let (typed_host, panel_port) = address.rsplit_once(':').map_or((address.as_str(), ""), |(h, p)| (h, p));
+    let host = where_to_call(&s, typed_host, panel_port, &addresses).await?;
     let (peer, via) = match srt_address {
         Some(public) => (public, Via::PortMapping),
-        None => (format!("{host}:{srt_port}"), Via::Direct),
+        None => (host_port(&host, srt_port), Via::Direct),
     };
-    // Where a rendezvous would meet A: the address typed, also after A's router said it passes
-    // the port (a router behind another one, or a stranger's fake one, says so too).
-    let rendezvous = Some(format!("{host}:{srt_port}"));
+    // Where a rendezvous would meet A: the address called, also after A's router said it
+    // passes the port (a router behind another one, or a stranger's fake one, says so too).
+    let rendezvous = Some(host_port(&host, srt_port));
     let mut record = PairRecord::new(Side::B, secrets, Reach::Call, Some(peer), rtt_ms, unix_now());
     record.via = via;
     record.rendezvous = rendezvous;
     s.pairing.keep(record)?;
     announce(&s).await;
     Ok(Json(s.pairing.view(Some(&config))))
+}
+
+/// `HOST:PORT`, an IPv6 address in brackets.
+fn host_port(host: &str, port: u16) -> String {
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => format!("[{v6}]:{port}"),
+        _ => format!("{host}:{port}"),
+    }
+}
+
+/// How long B waits for one of A's own addresses to answer on A's panel port.
+const OWN_ANSWER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The host B calls A at: the one typed if it is one of the addresses A says it owns, else the
+/// first of those that answers on A's panel port (issue 57, finding 2; see
+/// `telebridge_pairing::addresses`).
+async fn where_to_call(s: &AppState, typed_host: &str, panel_port: &str, own: &[String]) -> Result<String, ApiError> {
+    use telebridge_pairing::addresses::{call_at, read_list, CallAt};
+    let own = read_list(own);
+    let typed: Option<std::net::IpAddr> = typed_host.trim_start_matches('[').trim_end_matches(']').parse().ok();
+    let port: u16 = panel_port.parse().unwrap_or(DEFAULT_PANEL_PORT);
+    let mut answered = Vec::new();
+    if !own.is_empty() && !typed.is_some_and(|t| own.contains(&t)) {
+        let tries =
+            own.iter().map(|ip| {
+                let to = std::net::SocketAddr::new(*ip, port);
+                async move {
+                    matches!(tokio::time::timeout(OWN_ANSWER, tokio::net::TcpStream::connect(to)).await, Ok(Ok(_)))
+                }
+            });
+        answered = futures_util::future::join_all(tries).await;
+    }
+    let announced = typed.is_some_and(|ip| s.nearby.announced(ip));
+    let answers = |ip| own.iter().position(|o| *o == ip).and_then(|i| answered.get(i).copied()).unwrap_or(false);
+    match call_at(typed, &own, answers, announced) {
+        Ok(CallAt::Typed) => Ok(typed_host.trim_start_matches('[').trim_end_matches(']').to_string()),
+        Ok(CallAt::Own(ip)) => {
+            tracing::warn!(typed = %typed_host, calling = %ip, "pairing: the address picked is not the paired box's own; calling one it owns");
+            Ok(ip.to_string())
+        }
+        Err(e) => Err(ApiError::User(StatusCode::BAD_GATEWAY, format!("address: {e}: not paired"))),
+    }
 }
 
 #[cfg(test)]

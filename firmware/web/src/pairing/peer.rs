@@ -1,6 +1,7 @@
 //! Box A's side of the exchange: the two requests box B makes, without a session.
 
 use std::time::Instant;
+use telebridge_pairing::control::WelcomeFacts;
 use telebridge_sync::Locked;
 
 use axum::extract::{Request, State};
@@ -59,6 +60,10 @@ pub(crate) struct Welcome {
     pub(super) srt_port: u16,
     /// ...or here: the public address A's router passes to A.
     pub(super) srt_address: Option<String>,
+    /// The addresses A owns: B calls one of these, not an address someone announced for A
+    /// ([`telebridge_pairing::addresses`]). Absent from an older box.
+    #[serde(default)]
+    pub(super) addresses: Vec<String>,
     /// Both, tagged under the pair's key ([`telebridge_pairing::control::welcome_tag`]).
     pub(super) tag: String,
 }
@@ -98,13 +103,11 @@ pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<J
     }
     // Where a rendezvous would meet B: kept also after a port mapping, which may not work.
     record.rendezvous = Some(std::net::SocketAddr::new(b_seen, srt_port).to_string());
-    let tag = telebridge_pairing::control::welcome_tag(
-        record.pair_key.expose(),
-        &record.pair_id,
-        srt_port,
-        srt_address.as_deref(),
-    );
+    let addresses: Vec<String> =
+        telebridge_pairing::addresses::own_addresses().iter().map(ToString::to_string).collect();
+    let facts = WelcomeFacts { srt_port, srt_address: srt_address.as_deref(), addresses: &addresses };
+    let tag = telebridge_pairing::control::welcome_tag(record.pair_key.expose(), &record.pair_id, &facts);
     s.pairing.keep(record)?;
     announce(&s).await;
-    Ok(Json(Welcome { srt_port, srt_address, tag }))
+    Ok(Json(Welcome { srt_port, srt_address, addresses, tag }))
 }
