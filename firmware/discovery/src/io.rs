@@ -30,12 +30,16 @@ fn err(what: &'static str) -> impl FnOnce(mdns_sd::Error) -> DiscoveryError {
     move |e| DiscoveryError { what, detail: e.to_string() }
 }
 
+/// What is announced now, on which address, and under which full name.
+type Announced = Option<(Announcement, Option<IpAddr>, String)>;
+
 /// This box on the network: what it announces, and the boxes it has found.
 pub struct Discovery {
-    daemon: ServiceDaemon,
+    /// The responder; replaced by a new one when a flood of records fills its cache
+    /// ([`Neighbours::flooded`]).
+    daemon: Arc<Mutex<ServiceDaemon>>,
     neighbours: Arc<Mutex<Neighbours>>,
-    /// What is announced now, and under which full name.
-    announced: Mutex<Option<(Announcement, Option<IpAddr>, String)>>,
+    announced: Arc<Mutex<Announced>>,
 }
 
 impl std::fmt::Debug for Discovery {
@@ -55,46 +59,17 @@ impl Discovery {
     /// every interface but loopback (`None`); nothing is announced until
     /// [`Discovery::announce`].
     pub fn start(me: Option<BoxId>, on: Option<IpAddr>) -> Result<Self, DiscoveryError> {
-        let daemon = ServiceDaemon::new().map_err(err("cannot start the responder"))?;
-        match on {
-            Some(ip) => {
-                daemon.disable_interface(IfKind::All).map_err(err("cannot choose the interface"))?;
-                daemon.enable_interface(IfKind::Addr(ip)).map_err(err("cannot choose the interface"))?;
-            }
-            None => daemon
-                .disable_interface(vec![IfKind::LoopbackV4, IfKind::LoopbackV6])
-                .map_err(err("cannot leave loopback out"))?,
-        }
+        let daemon = responder(on)?;
         let events = daemon.browse(SERVICE_TYPE).map_err(err("cannot browse"))?;
+        let daemon = Arc::new(Mutex::new(daemon));
         let neighbours = Arc::new(Mutex::new(Neighbours::new(me)));
-        let list = neighbours.clone();
-        let checking = Arc::new(AtomicUsize::new(0));
+        let announced: Arc<Mutex<Announced>> = Arc::new(Mutex::new(None));
+        let (list, d, said) = (neighbours.clone(), daemon.clone(), announced.clone());
         std::thread::Builder::new()
             .name("discovery".into())
-            .spawn(move || {
-                // Ends when the responder stops (the channel closes).
-                while let Ok(event) = events.recv() {
-                    match event {
-                        ServiceEvent::ServiceResolved(r) => {
-                            let record = Record {
-                                fullname: r.fullname.clone(),
-                                port: r.port,
-                                addresses: r.addresses.iter().map(|a| a.to_ip_addr()).collect(),
-                                txt: r.txt_properties.iter().map(|p| (p.key().to_string(), p.val_str().to_string())).collect(),
-                            };
-                            match lock(&list).resolved(&record, Instant::now()) {
-                                Ok(Some(panel)) => check_panel(&list, panel, &checking),
-                                Ok(None) => {}
-                                Err(e) => debug!(instance = %record.fullname.chars().take(80).collect::<String>(), reason = %e, "not listed"),
-                            }
-                        }
-                        ServiceEvent::ServiceRemoved(_, fullname) => lock(&list).removed(&fullname),
-                        _ => {}
-                    }
-                }
-            })
+            .spawn(move || browse(&list, &d, &said, events, on))
             .map_err(|e| DiscoveryError { what: "cannot start the browsing thread", detail: e.to_string() })?;
-        Ok(Self { daemon, neighbours, announced: Mutex::new(None) })
+        Ok(Self { daemon, neighbours, announced })
     }
 
     /// Announces `what` on `address` (`None`: every address of every interface, following
@@ -102,35 +77,21 @@ impl Discovery {
     /// already what is announced.
     pub fn announce(&self, what: Option<&Announcement>, address: Option<IpAddr>) -> Result<(), DiscoveryError> {
         let mut announced = lock(&self.announced);
+        let daemon = lock(&self.daemon);
         let now = announced.as_ref().map(|(a, ip, _)| (a, *ip));
         if now == what.map(|a| (a, address)) {
             return Ok(());
         }
         if let Some((_, _, fullname)) = announced.take() {
-            self.goodbye(&fullname);
+            goodbye(&daemon, &fullname);
         }
         let Some(a) = what else { return Ok(()) };
-        let txt = a.txt();
-        let info = match address {
-            Some(ip) => ServiceInfo::new(SERVICE_TYPE, &a.instance(), &a.host(), ip, a.panel_port, &txt[..]),
-            None => ServiceInfo::new(SERVICE_TYPE, &a.instance(), &a.host(), (), a.panel_port, &txt[..])
-                .map(ServiceInfo::enable_addr_auto),
-        }
-        .map_err(err("cannot describe this box"))?;
+        let info = service_info(a, address)?;
         let fullname = info.get_fullname().to_string();
-        self.daemon.register(info).map_err(err("cannot announce this box"))?;
+        daemon.register(info).map_err(err("cannot announce this box"))?;
         info!(instance = %fullname, role = a.role.name(), pairing = a.pairing.name(), port = a.panel_port, "announced on the local network");
         *announced = Some((a.clone(), address, fullname));
         Ok(())
-    }
-
-    fn goodbye(&self, fullname: &str) {
-        match self.daemon.unregister(fullname) {
-            Ok(done) => {
-                let _ = done.recv_timeout(GOODBYE);
-            }
-            Err(e) => warn!(error = %e, "mDNS: cannot say goodbye"),
-        }
     }
 
     /// The boxes found, by name.
@@ -141,11 +102,110 @@ impl Discovery {
 
 impl Drop for Discovery {
     fn drop(&mut self) {
+        let daemon = lock(&self.daemon);
         if let Some((_, _, fullname)) = lock(&self.announced).take() {
-            self.goodbye(&fullname);
+            goodbye(&daemon, &fullname);
         }
-        let _ = self.daemon.shutdown();
+        let _ = daemon.shutdown();
     }
+}
+
+fn goodbye(daemon: &ServiceDaemon, fullname: &str) {
+    match daemon.unregister(fullname) {
+        Ok(done) => {
+            let _ = done.recv_timeout(GOODBYE);
+        }
+        Err(e) => warn!(error = %e, "mDNS: cannot say goodbye"),
+    }
+}
+
+/// What mdns-sd announces for `a`, on `address` (`None`: every address, following changes).
+fn service_info(a: &Announcement, address: Option<IpAddr>) -> Result<ServiceInfo, DiscoveryError> {
+    let txt = a.txt();
+    match address {
+        Some(ip) => ServiceInfo::new(SERVICE_TYPE, &a.instance(), &a.host(), ip, a.panel_port, &txt[..]),
+        None => ServiceInfo::new(SERVICE_TYPE, &a.instance(), &a.host(), (), a.panel_port, &txt[..])
+            .map(ServiceInfo::enable_addr_auto),
+    }
+    .map_err(err("cannot describe this box"))
+}
+
+/// A responder on the interface that holds `on`, or on every interface but loopback.
+fn responder(on: Option<IpAddr>) -> Result<ServiceDaemon, DiscoveryError> {
+    let daemon = ServiceDaemon::new().map_err(err("cannot start the responder"))?;
+    match on {
+        Some(ip) => {
+            daemon.disable_interface(IfKind::All).map_err(err("cannot choose the interface"))?;
+            daemon.enable_interface(IfKind::Addr(ip)).map_err(err("cannot choose the interface"))?;
+        }
+        None => daemon
+            .disable_interface(vec![IfKind::LoopbackV4, IfKind::LoopbackV6])
+            .map_err(err("cannot leave loopback out"))?,
+    }
+    Ok(daemon)
+}
+
+/// The browsing thread: the responder's events into the list; a flood of records refused
+/// renews the responder, whose cache held every one of them for as long as their TTL said
+/// (issue 57, finding 5: 20k-60k forged instances added 30 MB that stayed).
+fn browse(
+    list: &Arc<Mutex<Neighbours>>,
+    daemon: &Arc<Mutex<ServiceDaemon>>,
+    announced: &Arc<Mutex<Announced>>,
+    mut events: mdns_sd::Receiver<ServiceEvent>,
+    on: Option<IpAddr>,
+) {
+    let checking = Arc::new(AtomicUsize::new(0));
+    loop {
+        // Ends when the responder stops (the channel closes).
+        let Ok(event) = events.recv() else { return };
+        match event {
+            ServiceEvent::ServiceResolved(r) => {
+                let record = Record {
+                    fullname: r.fullname.clone(),
+                    port: r.port,
+                    addresses: r.addresses.iter().map(|a| a.to_ip_addr()).collect(),
+                    txt: r.txt_properties.iter().map(|p| (p.key().to_string(), p.val_str().to_string())).collect(),
+                };
+                let now = Instant::now();
+                let listed = lock(list).resolved(&record, now);
+                match listed {
+                    Ok(Some(panel)) => check_panel(list, panel, &checking),
+                    Ok(None) => {}
+                    Err(e) => {
+                        debug!(instance = %record.fullname.chars().take(80).collect::<String>(), reason = %e, "not listed")
+                    }
+                }
+                if lock(list).flooded(now) {
+                    match renew(daemon, announced, on) {
+                        Ok(new_events) => events = new_events,
+                        Err(e) => warn!(error = %e, "mDNS: cannot renew the responder after a flood"),
+                    }
+                }
+            }
+            ServiceEvent::ServiceRemoved(_, fullname) => lock(list).removed(&fullname),
+            _ => {}
+        }
+    }
+}
+
+/// A new responder in place of the old, browsing and announcing what the old did; the old one's
+/// cache goes with it.
+fn renew(
+    daemon: &Arc<Mutex<ServiceDaemon>>,
+    announced: &Arc<Mutex<Announced>>,
+    on: Option<IpAddr>,
+) -> Result<mdns_sd::Receiver<ServiceEvent>, DiscoveryError> {
+    let fresh = responder(on)?;
+    let events = fresh.browse(SERVICE_TYPE).map_err(err("cannot browse"))?;
+    let said = lock(announced).clone();
+    if let Some((a, address, _)) = &said {
+        fresh.register(service_info(a, *address)?).map_err(err("cannot announce this box"))?;
+    }
+    let old = std::mem::replace(&mut *lock(daemon), fresh);
+    let _ = old.shutdown();
+    warn!("mDNS: a flood of records no box of ours would send; the responder was renewed and its cache dropped");
+    Ok(events)
 }
 
 /// Checks at most this many panels at once (a flood of records is not a flood of threads).

@@ -46,11 +46,21 @@ pub enum NotListed {
     Conflict(String),
 }
 
+/// Records not listed (refused, over an address's share, conflicts, or pushing another out)
+/// within [`FLOOD_WINDOW`] that make a flood: the responder is renewed, dropping its cache
+/// ([`Neighbours::flooded`]). A LAN of real boxes sends a few records a minute.
+pub const FLOOD: usize = 256;
+/// The window [`FLOOD`] is counted in.
+pub const FLOOD_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The boxes found on the network.
 #[derive(Debug)]
 pub struct Neighbours {
     me: Option<BoxId>,
     boxes: HashMap<BoxId, Entry>,
+    /// Records not listed since `since`.
+    turned_away: usize,
+    since: Option<Instant>,
 }
 
 fn overlap(a: &[IpAddr], b: &[IpAddr]) -> bool {
@@ -68,13 +78,37 @@ fn note_conflict(found: &mut Found, addresses: &[IpAddr]) {
 impl Neighbours {
     /// An empty list that will never hold `me` (this box's own announcement, heard back).
     pub fn new(me: Option<BoxId>) -> Self {
-        Self { me, boxes: HashMap::new() }
+        Self { me, boxes: HashMap::new(), turned_away: 0, since: None }
     }
 
     /// A record was resolved (or resolved again): list the box it describes, if its claims
     /// hold. `Ok(Some(panel))`: a box newly listed, whose panel the caller may check
     /// ([`Self::answered`]).
     pub fn resolved(&mut self, record: &Record, now: Instant) -> Result<Option<std::net::SocketAddr>, NotListed> {
+        let got = self.resolve(record, now);
+        let pushed_out = matches!(got, Ok(Some(_))) && self.boxes.len() >= MAX_BOXES;
+        if got.is_err() || pushed_out {
+            if self.since.is_none_or(|t| now.saturating_duration_since(t) > FLOOD_WINDOW) {
+                (self.turned_away, self.since) = (0, Some(now));
+            }
+            self.turned_away += 1;
+        }
+        got
+    }
+
+    /// Whether so many records were turned away of late ([`FLOOD`] in [`FLOOD_WINDOW`]) that the
+    /// responder's cache, which keeps them all for their TTL, should be dropped. Counting starts
+    /// again once it says so.
+    pub fn flooded(&mut self, now: Instant) -> bool {
+        let recent = self.since.is_some_and(|t| now.saturating_duration_since(t) <= FLOOD_WINDOW);
+        if recent && self.turned_away >= FLOOD {
+            (self.turned_away, self.since) = (0, None);
+            return true;
+        }
+        false
+    }
+
+    fn resolve(&mut self, record: &Record, now: Instant) -> Result<Option<std::net::SocketAddr>, NotListed> {
         let found = Found::from_record(record)?;
         if Some(&found.id) == self.me.as_ref() {
             return Ok(None);
@@ -236,7 +270,7 @@ mod tests {
         }
         assert_eq!((n.list().len(), refused), (1 + PER_ADDRESS, 100 - PER_ADDRESS));
         // From many addresses whose panels never answer: they give way to each other.
-        for i in 0..(MAX_BOXES as u64 * 3) {
+        for i in 0..(MAX_BOXES as u64 * 4) {
             let r = record(
                 &format!("many{i}"),
                 &format!("{:012x}", 0x200000 + i),
@@ -247,5 +281,23 @@ mod tests {
         let list = n.list();
         assert_eq!(list.len(), MAX_BOXES);
         assert!(list.iter().any(|f| f.name == "studio-a" && f.answered), "the box that answered is kept");
+        // That many turned away within a minute is a flood (once), and the count starts again.
+        assert!(n.flooded(t + Duration::from_secs(1)));
+        assert!(!n.flooded(t + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_few_records_turned_away_are_no_flood() {
+        let mut n = Neighbours::new(None);
+        let t = Instant::now();
+        for i in 0..(FLOOD as u64 - 1) {
+            let _ = n
+                .resolved(&Record { port: 0, ..record("x", "dddddddddddd", "10.0.0.9") }, t + Duration::from_millis(i));
+        }
+        assert!(!n.flooded(t + Duration::from_secs(1)));
+        // Spread over more than the window, they never make one.
+        let later = t + FLOOD_WINDOW + Duration::from_secs(1);
+        let _ = n.resolved(&Record { port: 0, ..record("x", "dddddddddddd", "10.0.0.9") }, later);
+        assert!(!n.flooded(later));
     }
 }

@@ -1,0 +1,225 @@
+"""mDNS discovery and pairing (issue 57, findings 2 and 5), in network namespaces on one Linux
+bridge: box A and box B (`run --sim`, bridge role) and a stranger in a third namespace."""
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PASSWORD = "attack test password"
+
+
+def sh(*args):
+    subprocess.run(args, check=True, capture_output=True)
+
+
+class Lan:
+    """A bridge (10.214.0.1/24) and a namespace per host at 10.214.0.K."""
+
+    def __init__(self, hosts):
+        tag = f"{os.getpid() % 10000}"
+        self.bridge = f"tbab{tag}"
+        self.spaces = {}
+        self.clean_list = []
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        sh("ip", "addr", "add", "10.214.0.1/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+        for name, k in hosts.items():
+            ns = f"tba{name}{tag}"
+            host_end = f"tbv{name}{tag}"[:15]
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            sh("ip", "link", "set", host_end, "master", self.bridge, "up")
+            sh("ip", "-n", ns, "addr", "add", f"10.214.0.{k}/24", "dev", "eth0")
+            sh("ip", "-n", ns, "link", "set", "eth0", "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            self.spaces[name] = (ns, f"10.214.0.{k}")
+
+    def close(self):
+        for ns, _ in self.spaces.values():
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+            for p in pids:
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+
+
+class NsBox:
+    """`telebridge run --sim --role bridge` in a namespace, its panel set up with a password."""
+
+    def __init__(self, binary, work, lan, host, name, port=8080):
+        self.ns, self.ip = lan.spaces[host]
+        self.port, self.name = port, name
+        self.log = os.path.join(work, f"{name}.log")
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns, binary, "run", "--sim", "--role", "bridge", "--name", name, "--http",
+             f"0.0.0.0:{port}"], stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
+            env=dict(os.environ, RUST_LOG="info"))
+        self.cookie = None
+        for _ in range(100):
+            if self.request("GET", "/healthz")[0] == 200:
+                break
+            time.sleep(0.1)
+        code = None
+        for _ in range(100):
+            m = re.search(r"setup_code=(\d{4}-\d{4})", open(self.log).read())
+            if m:
+                code = m.group(1)
+                break
+            time.sleep(0.1)
+        status, body, headers = self.request("POST", "/api/setup", {"code": code, "password": PASSWORD})
+        assert status == 200, body
+        self.cookie = headers.get("set-cookie", "").split(";")[0]
+
+    def request(self, method, path, body=None, timeout=30):
+        h = {"Host": f"{self.ip}:{self.port}", "X-Telebridge-Csrf": "1", "Content-Type": "application/json"}
+        if self.cookie:
+            h["Cookie"] = self.cookie
+        try:
+            c = http.client.HTTPConnection(self.ip, self.port, timeout=timeout)
+            c.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=h)
+            r = c.getresponse()
+            out = r.read().decode(errors="replace")
+            hdrs = {k.lower(): v for k, v in r.getheaders()}
+            c.close()
+            return r.status, out, hdrs
+        except (OSError, http.client.HTTPException):
+            return 0, "", {}
+
+    def json(self, path):
+        s, body, _ = self.request("GET", path)
+        return json.loads(body) if s == 200 else {}
+
+    def listed(self, name):
+        return [b for b in self.json("/api/discovered").get("boxes", []) if b.get("name") == name]
+
+    def rss_mb(self):
+        pids = subprocess.run(["pgrep", "-f", "--", f"--name {self.name} "], capture_output=True, text=True).stdout.split()
+        for p in pids:
+            try:
+                with open(f"/proc/{p}/status") as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            return int(line.split()[1]) / 1024
+            except OSError:
+                pass
+        return 0.0
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def wait(what, seconds, step=0.3):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        got = what()
+        if got:
+            return got
+        time.sleep(step)
+    return what()
+
+
+def forged_pairing(binary, work, row, quick):
+    """Finding 2: on 3fa70d4 three packets with box A's id and name and a stranger's address
+    replaced A in B's Pair list; B's owner picked "studio-a", typed A's real code, the pairing
+    completed with A through the stranger's TCP relay, and B kept the stranger's address as
+    A's: the bridge's SRT then flowed through the stranger (569 datagrams relayed). Here the
+    same, the stranger in a third namespace relaying TCP to A's panel and UDP to A's bridge
+    port; B's owner pairs at the stranger's address, as the list may show it, and both go live."""
+    lan = Lan({"a": 2, "b": 3, "s": 9})
+    boxes, stranger = [], None
+    counts = os.path.join(work, "stranger-counts.json")
+    try:
+        a = NsBox(binary, work, lan, "a", "studio-a")
+        b = NsBox(binary, work, lan, "b", "studio-b")
+        boxes = [a, b]
+        seen = wait(lambda: b.listed("studio-a"), 15)
+        if not seen:
+            row("a forged mDNS announcement in the middle of a pairing", 0, False, "B never listed A")
+            return
+        first = seen[0]
+        s_ns, s_ip = lan.spaces["s"]
+        stranger = subprocess.Popen(
+            ["ip", "netns", "exec", s_ns, "python3", os.path.join(HERE, "stranger.py"), "forge", s_ip, first["name"],
+             first["id"], first["role"], first["pairing"], str(a.port), "7700", a.ip, counts, "90"],
+            stdout=open(os.path.join(work, "stranger.log"), "w"), stderr=subprocess.STDOUT)
+        time.sleep(6)
+        after = b.listed("studio-a")
+        shown = ", ".join(f"{x['panel']}" + (f" (conflict: {', '.join(x['conflict'])})" if x.get("conflict") else "")
+                          for x in after)
+        status, body, _ = a.request("POST", "/api/pairing/open")
+        code = json.loads(body).get("code") if status == 200 else None
+        joined, jbody, _ = b.request("POST", "/api/pairing/join", {"address": f"{s_ip}:{a.port}", "code": code})
+        for box in boxes:
+            box.request("POST", "/api/live", {"live": True})
+        linked = wait(lambda: all(x.json("/api/status").get("links") for x in boxes), 20)
+        time.sleep(8)
+        relayed = json.load(open(counts)).get("relayed", 0) if os.path.exists(counts) else -1
+        peer = b.json("/api/pairing").get("paired", {}) or {}
+    finally:
+        if stranger:
+            stranger.kill()
+        for box in boxes:
+            box.stop()
+        lan.close()
+    listed_right = bool(after) and all(x["panel"].startswith(f"{a.ip}:") for x in after) and any(x.get("conflict") for x in after)
+    where = peer.get("calls") or peer.get("rendezvous") or "?"
+    row("a forged mDNS announcement in the middle of a pairing (namespaces)", 3,
+        listed_right and relayed == 0,
+        f"B listed studio-a at {shown or 'nothing'}; paired through the stranger's address: {joined} "
+        f"({jbody[:80] if joined != 200 else 'paired'}), B calls {where}; SRT datagrams through the stranger: "
+        f"{relayed}{'' if linked else ' (the link never came up)'}")
+
+
+def flood(binary, work, row, quick):
+    """Finding 5: on 3fa70d4, 100 forged instances pushed the real box out of the Pair list (64
+    kept, newest first); tens of thousands more added memory that stayed (each record kept for
+    its TTL, 75 minutes). Here a stranger announces 100 boxes from its one address, then
+    thousands more, all with that TTL; B's list must keep A, and B's memory 15 s later is
+    measured against before."""
+    lan = Lan({"a": 2, "b": 3, "s": 9})
+    boxes = []
+    try:
+        a = NsBox(binary, work, lan, "a", "studio-a")
+        b = NsBox(binary, work, lan, "b", "studio-b")
+        boxes = [a, b]
+        wait(lambda: b.listed("studio-a"), 15)
+        s_ns, s_ip = lan.spaces["s"]
+        before = b.rss_mb()
+        subprocess.run(["ip", "netns", "exec", s_ns, "python3", os.path.join(HERE, "stranger.py"), "flood", s_ip,
+                        "100", "4500", "8080"], check=True)
+        time.sleep(4)
+        kept = bool(b.listed("studio-a"))
+        many = 3000 if quick else 20000
+        subprocess.run(["ip", "netns", "exec", s_ns, "python3", os.path.join(HERE, "stranger.py"), "flood", s_ip,
+                        str(many), "4500", "8081"], check=True)
+        time.sleep(3)
+        peak = b.rss_mb()
+        listed = len(b.json("/api/discovered").get("boxes", []))
+        time.sleep(12)
+        after = b.rss_mb()
+        kept_after = bool(b.listed("studio-a"))
+    finally:
+        for box in boxes:
+            box.stop()
+        lan.close()
+    row("a flood of forged mDNS instances (namespaces)", 100 + many,
+        kept and kept_after and listed <= 8 and after - before < 8,
+        f"A kept in B's list: {kept} after 100, {kept_after} after {many} more; B listed {listed}; "
+        f"B's memory {before:.0f} MB before, {peak:.0f} MB 3 s after them, {after:.0f} MB 15 s after")
+
+
+def all_rows(binary, work, row, quick):
+    forged_pairing(binary, work, row, quick)
+    flood(binary, work, row, quick)
