@@ -120,7 +120,9 @@ def group_table(binary, work, row, quick):
         for t in threads:
             t.start()
         time.sleep(1.0)
-        enc = encoder(binary, work, "bond-table-encoder", f"srt://127.0.0.1:{bond}?bond=127.0.0.1,127.0.0.2&latency=600", 8)
+        seconds = 5 if quick else 8
+        enc = encoder(binary, work, "bond-table-encoder", f"srt://127.0.0.1:{bond}?bond=127.0.0.1,127.0.0.2&latency=600",
+                      seconds)
         enc.wait(40)
         time.sleep(1.0)
         got = size(out)
@@ -129,9 +131,9 @@ def group_table(binary, work, row, quick):
         for s in fakes:
             s.close()
         stop(relay)
-    row("200 bonded groups from one host and a spoofed REG1 flood, then a real bonded sender", 200 + 500 * 10,
-        got > 500_000,
-        f"the host's 200 registrations: {made} answered REG3; the real sender's 8 s of 1.5 Mbit/s recorded "
+    row("200 bonded groups from one host and a spoofed REG1 flood, then a real bonded sender", 200 + 500 * (seconds + 2),
+        got > seconds * 60_000,
+        f"the host's 200 registrations: {made} answered REG3; the real sender's {seconds} s of 1.5 Mbit/s recorded "
         f"at the far end: {got // 1000} kB")
 
 
@@ -155,22 +157,23 @@ def nak_cost(binary, work, row, quick):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("127.0.0.9", 0))
     costs = {}
+    count = 10000 if quick else 20000
     try:
         for name, d in (("junk", junk), ("loss report", nak)):
             before = cpu()
-            for k in range(20000):
+            for k in range(count):
                 s.sendto(d, to)
                 if k % 200 == 0:
                     time.sleep(0.01)
-            time.sleep(1.5)
+            time.sleep(1.0)
             costs[name] = cpu() - before
     finally:
         s.close()
         stop(relay)
     ratio = costs["loss report"] / max(costs["junk"], 0.01)
-    row("loss-report-shaped junk from an unregistered address (bonding receiver)", 40000,
+    row("loss-report-shaped junk from an unregistered address (bonding receiver)", 2 * count,
         costs["loss report"] < max(3 * costs["junk"], 0.3),
-        f"CPU for 20000 of them {costs['loss report']:.2f} s, for 20000 other junk {costs['junk']:.2f} s ({ratio:.1f}x)")
+        f"CPU for {count} of them {costs['loss report']:.2f} s, for {count} other junk {costs['junk']:.2f} s ({ratio:.1f}x)")
 
 
 def sender_stall(binary, work, row, quick):
@@ -188,8 +191,9 @@ def sender_stall(binary, work, row, quick):
     sel = selectors.DefaultSelector()
     sel.register(proxy, selectors.EVENT_READ, None)
     ups, arrivals = {}, []
-    enc = encoder(binary, work, "bond-stall-encoder", f"srt://127.0.0.1:{port}?bond=127.0.0.1,127.0.0.2&latency=1000", 9,
-                  kbps=4000)
+    seconds, inject_at = (6, 3) if quick else (9, 4)
+    enc = encoder(binary, work, "bond-stall-encoder", f"srt://127.0.0.1:{port}?bond=127.0.0.1,127.0.0.2&latency=1000",
+                  seconds, kbps=4000)
     held = []  # (when, data, to): the receiver's answers on their way back
     nak = struct.pack(">HH", 0x8003, 0) + bytes(12)
     while len(nak) + 8 <= 1496:
@@ -197,8 +201,8 @@ def sender_stall(binary, work, row, quick):
     started = time.monotonic()
     injected = None
     try:
-        while time.monotonic() - started < 8 and enc.poll() is None:
-            if injected is None and time.monotonic() - started > 4 and len(ups) >= 2:
+        while time.monotonic() - started < seconds - 1 and enc.poll() is None:
+            if injected is None and time.monotonic() - started > inject_at and len(ups) >= 2:
                 injected = time.monotonic()
                 for addr in ups:
                     proxy.sendto(nak, addr)

@@ -119,27 +119,67 @@ pub fn save_atomic(path: &Path, config: &Config) -> io::Result<()> {
 /// Writes `bytes` to `path` atomically, readable by its owner only (mode 0600, whatever the file
 /// had), keeping the file it replaces as `path.prev` (also 0600): for anything holding secrets
 /// (the configuration, a pairing).
+///
+/// Nothing here follows a link (issue 57, finding 8: run as root in a folder the daemon can
+/// write, the save's create+truncate, its copy to `.prev` and its chmod all followed links the
+/// daemon could leave there): the temporary files are made new (`O_EXCL`, `O_NOFOLLOW`), the
+/// old file is read only if it is a regular file (`O_NOFOLLOW`), and each lands by a rename,
+/// which replaces a link named so rather than writing through it.
 pub fn write_secret_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let file_name =
         path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", file_name.to_string_lossy(), std::process::id()));
-    {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(FILE_MODE).open(&tmp)?;
-        // A leftover temporary file from a crash keeps its old mode through open: set it.
-        f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    if path.exists() {
-        let prev = dir.join(format!("{}.prev", file_name.to_string_lossy()));
-        fs::copy(path, &prev)?;
-        fs::set_permissions(&prev, fs::Permissions::from_mode(FILE_MODE))?;
-        File::open(&prev)?.sync_all()?;
+    let name = file_name.to_string_lossy();
+    let old = read_regular(path)?;
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    write_new(&tmp, bytes)?;
+    if let Some(old) = old {
+        let prev_tmp = dir.join(format!(".{name}.prev.tmp-{}", std::process::id()));
+        write_new(&prev_tmp, &old)?;
+        fs::rename(&prev_tmp, dir.join(format!("{name}.prev")))?;
     }
     fs::rename(&tmp, path)?;
     File::open(dir)?.sync_all()?;
     Ok(())
+}
+
+/// `bytes` into a file made new at `path` (mode 0600), synced. A leftover of a crash at that
+/// name (a file, or a link someone left) is removed first, not written through.
+fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut f =
+        OpenOptions::new().write(true).create_new(true).custom_flags(libc_o_nofollow()).mode(FILE_MODE).open(path)?;
+    // The umask may have taken bits the mode gave; 0600 exactly.
+    f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// What `path` holds, if it is a regular file; `None` if there is none, or if it is a link or
+/// anything else (not read through).
+fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut f = match OpenOptions::new().read(true).custom_flags(libc_o_nofollow()).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // ELOOP: a link.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !f.metadata()?.is_file() {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    f.read_to_end(&mut out)?;
+    Ok(Some(out))
+}
+
+/// `O_NOFOLLOW` (its value differs between architectures: x86-64's is arm64's `O_DIRECTORY`).
+const fn libc_o_nofollow() -> i32 {
+    libc::O_NOFOLLOW
 }
 
 #[cfg(test)]
@@ -181,6 +221,36 @@ mod tests {
         assert_eq!(errs.len(), 1);
         assert!(errs[0].contains("line 1"), "{errs:?}");
         assert_eq!(parse(EXAMPLE_TOML).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn a_save_follows_no_link_left_in_its_folder() {
+        // Issue 57, finding 8: links where the save writes its temporary file, its .prev, and
+        // the file itself; the files they point at are left as they were.
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = |n: &str| {
+            let p = outside.path().join(n);
+            fs::write(&p, "victim").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+            p
+        };
+        let path = dir.path().join("telebridge.toml");
+        let (v_tmp, v_prev, v_file) = (victim("tmp"), victim("prev"), victim("file"));
+        std::os::unix::fs::symlink(&v_tmp, dir.path().join(format!(".telebridge.toml.tmp-{}", std::process::id())))
+            .unwrap();
+        std::os::unix::fs::symlink(&v_prev, dir.path().join("telebridge.toml.prev")).unwrap();
+        std::os::unix::fs::symlink(&v_file, &path).unwrap();
+        save_atomic(&path, &Config::default()).unwrap();
+        for v in [&v_tmp, &v_prev, &v_file] {
+            assert_eq!(fs::read_to_string(v).unwrap(), "victim", "{} was written through a link", v.display());
+            assert_eq!(fs::metadata(v).unwrap().permissions().mode() & 0o777, 0o644, "{} was chmodded", v.display());
+        }
+        // The file is a regular file now; the link at .prev is left (nothing regular to keep).
+        assert!(fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(load(&path).unwrap(), Config::default());
+        save_atomic(&path, &Config::default()).unwrap();
+        assert!(fs::symlink_metadata(dir.path().join("telebridge.toml.prev")).unwrap().is_file());
     }
 
     #[test]

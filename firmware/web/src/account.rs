@@ -15,7 +15,7 @@ use tracing::{info, warn};
 use crate::auth::{self, COOKIE, MIN_PASSWORD};
 use crate::body::{read_body, Shape, SMALL_BODY};
 use crate::error::{error, refused, ApiError};
-use crate::middleware::{client_ip, session_cookie, session_token};
+use crate::middleware::{client_ip, cookie, device_cookie, session_cookie, session_token};
 use crate::AppState;
 
 pub(crate) async fn setup_status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
@@ -58,10 +58,18 @@ pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Result<Res
     Ok(new_session(&s))
 }
 
-/// A new session, in its cookie.
+/// A new session, in its cookie, and the known-device cookie (a browser that logged in keeps
+/// its place among the password checks: [`auth::KEPT_FOR_KNOWN`]).
 fn new_session(s: &AppState) -> Response {
     let token = s.auth.new_session(Instant::now());
-    ([(header::SET_COOKIE, session_cookie(&token))], Json(json!({ "ok": true }))).into_response()
+    let device = auth::device_token(&s.store.file().web.password_hash);
+    let cookies = [(header::SET_COOKIE, session_cookie(&token)), (header::SET_COOKIE, device_cookie(&device))];
+    (cookies, Json(json!({ "ok": true }))).into_response()
+}
+
+/// Whether the request comes from a browser that logged in before, under this password.
+fn known_device(s: &AppState, headers: &HeaderMap) -> bool {
+    cookie(headers, auth::DEVICE_COOKIE).is_some_and(|t| auth::known_device(&s.store.file().web.password_hash, &t))
 }
 
 /// The body of a request that asks for a password check, read before the check is begun: an
@@ -74,6 +82,7 @@ async fn attempt_body<T: serde::de::DeserializeOwned + Shape>(
     req: Request,
 ) -> Result<(T, auth::Attempt), ApiError> {
     s.auth.admit(ip, Instant::now()).map_err(|r| refused(ip, r))?;
+    let known = known_device(s, req.headers());
     let bytes = read_body(req, SMALL_BODY).await.inspect_err(|_| {
         s.auth.failed_unread(ip, Instant::now());
         warn!(%ip, "a login body that did not arrive in time: counted as a wrong attempt");
@@ -83,7 +92,7 @@ async fn attempt_body<T: serde::de::DeserializeOwned + Shape>(
         // (Not serde's words: they could quote the password.)
         error(StatusCode::UNPROCESSABLE_ENTITY, format!("body must be {}", T::SHAPE))
     })?;
-    let attempt = s.auth.begin(ip, Instant::now()).map_err(|r| refused(ip, r))?;
+    let attempt = s.auth.begin(ip, Instant::now(), known).map_err(|r| refused(ip, r))?;
     Ok((body, attempt))
 }
 

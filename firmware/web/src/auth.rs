@@ -11,9 +11,9 @@
 //! A check is only begun once its request's body has arrived and parsed (a body that does not,
 //! within its time, is a failure of its own: [`Auth::failed_unread`]), so a stranger who sends
 //! half a body holds a connection, never a check. An address has at most [`MAX_IN_FLIGHT`]
-//! checks waiting at once, and the last of the [`MAX_PENDING`] is kept for an address with no
-//! failure on record: the owner's right password is checked while strangers' are queued
-//! (issue 36, finding 3). IPv6 addresses are counted per /64 ([`client_key`]): one host has
+//! checks waiting at once, and the last [`KEPT_FOR_KNOWN`] of the [`MAX_PENDING`] are kept for a
+//! browser that logged in before (a signed cookie, [`device_token`]): the owner's right
+//! password is checked while strangers' are queued (issue 36, finding 3; issue 57, finding 9). IPv6 addresses are counted per /64 ([`client_key`]): one host has
 //! a whole /64 to send from.
 
 use std::collections::{HashMap, VecDeque};
@@ -41,9 +41,18 @@ pub const MIN_PASSWORD: usize = 8;
 /// The longest password (or setup code) looked at; longer ones are refused unread.
 pub const MAX_PASSWORD: usize = 256;
 /// Password checks waiting or running at once, from all addresses together; more are refused
-/// at once (503), never queued without bound. The last one is kept for an address with no
-/// failure on record.
+/// at once (503), never queued without bound. The last [`KEPT_FOR_KNOWN`] are kept for a
+/// browser that logged in before.
 pub const MAX_PENDING: usize = 8;
+/// Checks kept for a browser that shows the known-device cookie ([`device_token`]): strangers,
+/// however many addresses they have and however clean their record, cannot take them (issue
+/// 57, finding 9: 60 addresses that never failed, two wrong logins in flight each, made the
+/// owner's right password get 503 on 6 of 23 tries).
+pub const KEPT_FOR_KNOWN: usize = 2;
+/// The known-device cookie's name.
+pub const DEVICE_COOKIE: &str = "telebridge_device";
+/// How long a browser stays known.
+pub const DEVICE_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Password checks waiting or running at once from one address (one IPv6 /64).
 pub const MAX_IN_FLIGHT: usize = 2;
 /// Addresses whose failures are remembered at once; past that, attempts from addresses not yet
@@ -213,17 +222,16 @@ impl Auth {
     /// Allows one check from `ip` at `now`, its body read, or refuses it before anything is
     /// checked: the address is locked out, has [`MAX_FAILURES`] attempts failed in the last
     /// minute or still in progress, or [`MAX_IN_FLIGHT`] checks waiting; or the box has
-    /// [`MAX_PENDING`] checks on hand (the last of them only for an address with no failure on
-    /// record).
-    pub fn begin(self: &Arc<Self>, ip: IpAddr, now: Instant) -> Result<Attempt, Refusal> {
+    /// [`MAX_PENDING`] checks on hand (the last [`KEPT_FOR_KNOWN`] of them only for a browser
+    /// that logged in before: `known_device`).
+    pub fn begin(self: &Arc<Self>, ip: IpAddr, now: Instant, known_device: bool) -> Result<Attempt, Refusal> {
         self.admit(ip, now)?;
         let ip = client_key(ip);
         let mut i = self.lock();
         let running = i.in_flight.get(&ip).copied().unwrap_or(0);
-        let failed_before = i.failures.contains_key(&ip);
-        let known = failed_before || running > 0;
+        let known = i.failures.contains_key(&ip) || running > 0;
         let total = i.in_flight_total();
-        let room = if failed_before { MAX_PENDING - 1 } else { MAX_PENDING };
+        let room = if known_device { MAX_PENDING } else { MAX_PENDING - KEPT_FOR_KNOWN };
         if running >= MAX_IN_FLIGHT
             || total >= room
             || (!known && i.failures.len() + i.locked_until.len() >= MAX_TRACKED)
@@ -282,6 +290,43 @@ impl Auth {
     fn succeeded(&self, ip: IpAddr) {
         self.lock().failures.remove(&ip);
     }
+}
+
+/// The key known-device cookies are signed with: derived from the password's stored hash (its
+/// salt and hash, secret), so a new password forgets every browser.
+fn device_key(password_hash: &str) -> hmac::Hmac<sha2::Sha256> {
+    use hmac::Mac;
+    let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(password_hash.as_bytes()).expect("any key");
+    m.update(b"telebridge known device\0");
+    let key = m.finalize().into_bytes();
+    <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&key).expect("any key")
+}
+
+/// A new known-device cookie's value (`ID.TAG`), given to a browser that logged in: a random id
+/// and its tag under [`device_key`].
+pub fn device_token(password_hash: &str) -> String {
+    use hmac::Mac;
+    let id = random_hex(16);
+    let mut m = device_key(password_hash);
+    m.update(id.as_bytes());
+    let tag: String = m.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    format!("{id}.{tag}")
+}
+
+/// Whether `token` is a known-device cookie this box gave under the current password.
+pub fn known_device(password_hash: &str, token: &str) -> bool {
+    use hmac::Mac;
+    let Some((id, tag)) = token.split_once('.') else { return false };
+    if id.len() != 32 || tag.len() != 64 || !tag.is_ascii() {
+        return false;
+    }
+    let Some(tag) = (0..32).map(|k| u8::from_str_radix(&tag[2 * k..2 * k + 2], 16).ok()).collect::<Option<Vec<u8>>>()
+    else {
+        return false;
+    };
+    let mut m = device_key(password_hash);
+    m.update(id.as_bytes());
+    m.verify_slice(&tag).is_ok()
 }
 
 enum Job {
@@ -460,25 +505,25 @@ mod tests {
         let other: IpAddr = "192.0.2.8".parse().unwrap();
         let t = Instant::now();
         // A burst: two at once are checked, the third is refused while they are in progress.
-        let burst: Vec<Attempt> = (0..MAX_IN_FLIGHT).map(|_| a.begin(ip, t).unwrap()).collect();
-        assert_eq!(a.begin(ip, t).unwrap_err(), Refusal::Busy);
+        let burst: Vec<Attempt> = (0..MAX_IN_FLIGHT).map(|_| a.begin(ip, t, false).unwrap()).collect();
+        assert_eq!(a.begin(ip, t, false).unwrap_err(), Refusal::Busy);
         for attempt in burst {
             attempt.failed(t);
         }
         // Three more fail: the address is locked, even for the right password.
-        let burst: Vec<Attempt> = (0..MAX_IN_FLIGHT).map(|_| a.begin(ip, t).unwrap()).collect();
-        let last = a.begin(ip, t);
+        let burst: Vec<Attempt> = (0..MAX_IN_FLIGHT).map(|_| a.begin(ip, t, false).unwrap()).collect();
+        let last = a.begin(ip, t, false);
         assert_eq!(last.as_ref().unwrap_err(), &Refusal::Busy);
         for attempt in burst {
             attempt.failed(t);
         }
-        let fifth = a.begin(ip, t).unwrap();
-        assert_eq!(a.begin(ip, t).unwrap_err(), Refusal::TooMany, "four failed and one in progress");
+        let fifth = a.begin(ip, t, false).unwrap();
+        assert_eq!(a.begin(ip, t, false).unwrap_err(), Refusal::TooMany, "four failed and one in progress");
         fifth.failed(t);
-        assert!(matches!(a.begin(ip, t), Err(Refusal::Locked(w)) if w == LOCKOUT));
+        assert!(matches!(a.begin(ip, t, false), Err(Refusal::Locked(w)) if w == LOCKOUT));
         assert!(matches!(a.admit(ip, t), Err(Refusal::Locked(_))), "refused before its body is read");
-        assert!(a.begin(other, t).is_ok(), "another address is not locked");
-        assert!(a.begin(ip, t + LOCKOUT).is_ok(), "for a while, not for ever");
+        assert!(a.begin(other, t, false).is_ok(), "another address is not locked");
+        assert!(a.begin(ip, t + LOCKOUT, false).is_ok(), "for a while, not for ever");
     }
 
     #[test]
@@ -494,27 +539,46 @@ mod tests {
     }
 
     #[test]
-    fn the_last_check_is_kept_for_an_address_that_never_failed() {
+    fn the_last_checks_are_kept_for_a_browser_that_logged_in_before() {
+        // Issue 57, finding 9: addresses that never failed, two wrong logins in flight each,
+        // took the slot kept for "never failed", and the owner's right password got 503.
         let a = Arc::new(Auth::new(None));
         let t = Instant::now();
-        // Strangers who have failed before fill all but one of the checks...
-        let strangers: Vec<IpAddr> = (0..MAX_PENDING as u32).map(|k| IpAddr::V4((0x0a00_0000 + k).into())).collect();
-        for ip in &strangers {
-            a.failed_unread(*ip, t);
-        }
+        let strangers: Vec<IpAddr> = (0..60u32).map(|k| IpAddr::V4((0x0a00_0000 + k).into())).collect();
         let mut held = Vec::new();
         for ip in &strangers {
-            if let Ok(attempt) = a.begin(*ip, t) {
-                held.push(attempt);
+            for _ in 0..MAX_IN_FLIGHT {
+                if let Ok(attempt) = a.begin(*ip, t, false) {
+                    held.push(attempt);
+                }
             }
         }
-        assert_eq!(held.len(), MAX_PENDING - 1);
-        assert_eq!(a.begin(strangers[0], t).unwrap_err(), Refusal::Busy);
-        // ...and the owner, with no failure on record, still gets the last.
+        assert_eq!(held.len(), MAX_PENDING - KEPT_FOR_KNOWN);
+        // A new address with a clean record is no better than they are...
         let owner: IpAddr = "192.0.2.1".parse().unwrap();
-        let check = a.begin(owner, t).expect("the kept slot");
-        assert_eq!(a.begin("192.0.2.2".parse().unwrap(), t).unwrap_err(), Refusal::Busy, "and only one is kept");
-        check.succeeded();
+        assert_eq!(a.begin(owner, t, false).unwrap_err(), Refusal::Busy);
+        // ...the owner's browser, known, gets a kept one, as many as are kept.
+        let kept: Vec<Attempt> = (0..KEPT_FOR_KNOWN)
+            .map(|k| a.begin(IpAddr::V4((0xc000_0201 + k as u32).into()), t, true).expect("kept"))
+            .collect();
+        assert_eq!(a.begin("192.0.2.9".parse().unwrap(), t, true).unwrap_err(), Refusal::Busy, "and no more");
+        drop(kept);
+        a.begin(owner, t, true).expect("kept").succeeded();
+    }
+
+    #[test]
+    fn a_known_device_cookie_holds_under_its_password_only() {
+        let hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo";
+        let token = device_token(hash);
+        assert!(known_device(hash, &token));
+        assert!(!known_device("$argon2id$v=19$m=19456,t=2,p=1$b3RoZXI$b3RoZXI", &token), "a new password forgets it");
+        let (id, tag) = token.split_once('.').unwrap();
+        assert!(!known_device(hash, &format!("{id}.{}", "0".repeat(64))));
+        assert!(!known_device(hash, &format!("{}.{tag}", "f".repeat(32))), "another id");
+        for bad in ["", ".", "x.y", &token[..token.len() - 1]] {
+            assert!(!known_device(hash, bad), "{bad:?}");
+        }
+        assert_ne!(device_token(hash), token, "each browser its own");
     }
 
     #[test]
@@ -523,12 +587,12 @@ mod tests {
         let t = Instant::now();
         for k in 0..MAX_FAILURES as u16 {
             let ip = IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 1, 2, k, k, k, k + 1));
-            a.begin(ip, t).unwrap().failed(t);
+            a.begin(ip, t, false).unwrap().failed(t);
         }
         let same_64: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
         let next_64: IpAddr = "2001:db8:1:3::9".parse().unwrap();
-        assert!(matches!(a.begin(same_64, t), Err(Refusal::Locked(_))));
-        assert!(a.begin(next_64, t).is_ok());
+        assert!(matches!(a.begin(same_64, t, false), Err(Refusal::Locked(_))));
+        assert!(a.begin(next_64, t, false).is_ok());
         assert_eq!(client_key("::ffff:192.0.2.4".parse().unwrap()), "192.0.2.4".parse::<IpAddr>().unwrap());
     }
 
@@ -538,16 +602,16 @@ mod tests {
         let ip: IpAddr = "192.0.2.7".parse().unwrap();
         let t = Instant::now();
         for _ in 0..20 {
-            drop(a.begin(ip, t).unwrap());
+            drop(a.begin(ip, t, false).unwrap());
         }
         for _ in 0..MAX_FAILURES - 1 {
-            a.begin(ip, t).unwrap().failed(t);
+            a.begin(ip, t, false).unwrap().failed(t);
         }
-        a.begin(ip, t).unwrap().succeeded();
+        a.begin(ip, t, false).unwrap().succeeded();
         for _ in 0..MAX_FAILURES - 1 {
-            a.begin(ip, t).unwrap().failed(t);
+            a.begin(ip, t, false).unwrap().failed(t);
         }
-        assert!(a.begin(ip, t).is_ok(), "the success forgot the earlier failures");
+        assert!(a.begin(ip, t, false).is_ok(), "the success forgot the earlier failures");
     }
 
     #[test]
@@ -555,20 +619,24 @@ mod tests {
         let a = Arc::new(Auth::new(None));
         let t = Instant::now();
         let ips: Vec<IpAddr> = (0..=MAX_PENDING as u32).map(|k| IpAddr::V4(k.into())).collect();
-        let held: Vec<Attempt> = ips[..MAX_PENDING].iter().map(|ip| a.begin(*ip, t).unwrap()).collect();
-        assert_eq!(a.begin(ips[MAX_PENDING], t).unwrap_err(), Refusal::Busy);
+        let held: Vec<Attempt> = ips[..MAX_PENDING]
+            .iter()
+            .enumerate()
+            .map(|(k, ip)| a.begin(*ip, t, k >= MAX_PENDING - KEPT_FOR_KNOWN).unwrap())
+            .collect();
+        assert_eq!(a.begin(ips[MAX_PENDING], t, true).unwrap_err(), Refusal::Busy);
         drop(held);
-        assert!(a.begin(ips[MAX_PENDING], t).is_ok());
+        assert!(a.begin(ips[MAX_PENDING], t, false).is_ok());
         // Many addresses, each failing once: the table stops at MAX_TRACKED, then expires.
         for k in 0..MAX_TRACKED as u32 + 10 {
-            if let Ok(attempt) = a.begin(IpAddr::V4((1_000_000 + k).into()), t) {
+            if let Ok(attempt) = a.begin(IpAddr::V4((1_000_000 + k).into()), t, false) {
                 attempt.failed(t);
             }
         }
         assert_eq!(a.lock().failures.len(), MAX_TRACKED);
-        assert_eq!(a.begin(IpAddr::V4(7_000_000.into()), t).unwrap_err(), Refusal::Busy);
+        assert_eq!(a.begin(IpAddr::V4(7_000_000.into()), t, false).unwrap_err(), Refusal::Busy);
         let later = t + FAILURE_WINDOW + Duration::from_secs(1);
-        assert!(a.begin(IpAddr::V4(7_000_000.into()), later).is_ok(), "old records expire");
+        assert!(a.begin(IpAddr::V4(7_000_000.into()), later, false).is_ok(), "old records expire");
         assert!(a.lock().failures.is_empty());
     }
 

@@ -101,9 +101,14 @@ pub(crate) async fn csrf(State(s): State<AppState>, req: Request, next: Next) ->
 }
 
 pub(crate) fn session_token(h: &HeaderMap) -> Option<String> {
+    cookie(h, COOKIE)
+}
+
+/// The value of the cookie `name`, if the request has it.
+pub(crate) fn cookie(h: &HeaderMap, name: &str) -> Option<String> {
     h.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
         let (k, v) = kv.trim().split_once('=')?;
-        (k == COOKIE).then(|| v.to_string())
+        (k == name).then(|| v.to_string())
     })
 }
 
@@ -119,6 +124,15 @@ pub(crate) async fn require_session(State(s): State<AppState>, req: Request, nex
 
 pub(crate) fn session_cookie(token: &str) -> String {
     format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", auth::SESSION_TTL.as_secs())
+}
+
+/// The cookie that marks a browser that logged in before ([`auth::device_token`]).
+pub(crate) fn device_cookie(token: &str) -> String {
+    format!(
+        "{}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        auth::DEVICE_COOKIE,
+        auth::DEVICE_TTL.as_secs()
+    )
 }
 
 #[cfg(test)]
