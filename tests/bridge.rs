@@ -401,6 +401,7 @@ fn talk_both_ways(a: &NsBox, b: &NsBox) {
     eprintln!("talkback: A {ta}\nB {tb}\nmouth to ear A -> B (ms): {lags:?}");
     assert!(ta["packets_heard"].as_u64().unwrap_or(0) > 100, "B talked once A let go: {ta}");
     assert_eq!(tb["packets_not_played"], 0, "{tb}");
+    assert_eq!(tb["packets_refused"], 0, "every message of the paired box carries its tag: {tb}");
     let lag = *lags.iter().max().expect("a beep heard on B");
     assert!(lag <= 150, "mouth to ear over metro-17ms: {lags:?} ms");
 }

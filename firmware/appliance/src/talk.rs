@@ -8,7 +8,11 @@
 //! The voice travels as messages beside the stream on the pair's connection (the one path known
 //! to exist between the boxes, NAT or not; encrypted with the pair's AES key): a message starts
 //! with [`MAGIC`] (never an MPEG-TS sync byte, never the control messages' magic) and carries the
-//! burst's start, a sequence number and one Opus packet. It never enters the programme.
+//! burst's start, a sequence number and one Opus packet, then a tag: HMAC-SHA256 under a key
+//! derived from the connection's passphrase ([`TalkKey`]). SRT's AES-CTR encrypts without
+//! authenticating, so without the tag bits flipped on the way would be played (issue 57,
+//! finding 10: the control messages had a tag, the voice had none). It never enters the
+//! programme.
 
 use serde::Serialize;
 
@@ -53,6 +57,40 @@ impl TalkButton {
     }
 }
 
+/// The key talkback messages are tagged under: derived from the connection's SRT passphrase,
+/// which both ends of a pair (or of a link made by hand) hold and nobody else does.
+#[derive(Clone)]
+pub struct TalkKey([u8; 32]);
+
+impl std::fmt::Debug for TalkKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TalkKey(****)")
+    }
+}
+
+/// A tag's length on the wire (HMAC-SHA256's first 16 bytes).
+pub const TAG_LEN: usize = 16;
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+impl TalkKey {
+    /// The key of a connection with this passphrase (none: a link without encryption, whose
+    /// voice is as open as its picture).
+    pub fn from_passphrase(passphrase: Option<&str>) -> Self {
+        use hmac::Mac;
+        let mut m = <HmacSha256 as Mac>::new_from_slice(passphrase.unwrap_or("").as_bytes()).expect("any key");
+        m.update(b"telebridge talkback\0");
+        Self(m.finalize().into_bytes().into())
+    }
+
+    fn mac(&self, body: &[u8]) -> HmacSha256 {
+        use hmac::Mac;
+        let mut m = <HmacSha256 as Mac>::new_from_slice(&self.0).expect("any key");
+        m.update(body);
+        m
+    }
+}
+
 /// One Opus packet of a burst, as sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TalkPacket<'a> {
@@ -65,19 +103,25 @@ pub struct TalkPacket<'a> {
 }
 
 impl<'a> TalkPacket<'a> {
-    /// The message on the wire.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(MAGIC.len() + 12 + self.opus.len());
+    /// The message on the wire, tagged under `key`.
+    pub fn encode(&self, key: &TalkKey) -> Vec<u8> {
+        use hmac::Mac;
+        let mut out = Vec::with_capacity(MAGIC.len() + 12 + self.opus.len() + TAG_LEN);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&self.burst.to_be_bytes());
         out.extend_from_slice(&self.seq.to_be_bytes());
         out.extend_from_slice(self.opus);
+        let tag = key.mac(&out).finalize().into_bytes();
+        out.extend_from_slice(&tag[..TAG_LEN]);
         out
     }
 
-    /// The packet `data` carries, if it is a talkback message.
-    pub fn decode(data: &'a [u8]) -> Option<Self> {
-        let rest = data.strip_prefix(MAGIC)?;
+    /// The packet `data` carries, if it is a talkback message whose tag under `key` holds.
+    pub fn decode(data: &'a [u8], key: &TalkKey) -> Option<Self> {
+        use hmac::Mac;
+        let (body, tag) = data.split_at_checked(data.len().checked_sub(TAG_LEN)?)?;
+        key.mac(body).verify_truncated_left(tag).ok()?;
+        let rest = body.strip_prefix(MAGIC)?;
         let (burst, rest) = rest.split_first_chunk::<8>()?;
         let (seq, opus) = rest.split_first_chunk::<4>()?;
         (!opus.is_empty()).then(|| TalkPacket {
@@ -201,14 +245,37 @@ mod tests {
 
     #[test]
     fn a_packet_reads_back_and_nothing_else_is_one() {
+        let key = TalkKey::from_passphrase(Some("the pair's passphrase"));
         let p = TalkPacket { burst: 1_764_000_000_123, seq: 7, opus: &[1, 2, 3] };
-        let wire = p.encode();
+        let wire = p.encode(&key);
         assert!(is_talk(&wire));
-        assert_eq!(TalkPacket::decode(&wire), Some(p));
-        assert_eq!(TalkPacket::decode(&wire[..MAGIC.len() + 12]), None, "no voice");
-        assert_eq!(TalkPacket::decode(&wire[..MAGIC.len() + 5]), None, "cut short");
-        assert_eq!(TalkPacket::decode(&[0x47; 188]), None, "MPEG-TS");
+        assert_eq!(TalkPacket::decode(&wire, &key), Some(p));
+        let untagged = |body: &[u8]| {
+            let mut w = body.to_vec();
+            use hmac::Mac;
+            let tag = key.mac(&w).finalize().into_bytes();
+            w.extend_from_slice(&tag[..TAG_LEN]);
+            w
+        };
+        assert_eq!(TalkPacket::decode(&untagged(&wire[..MAGIC.len() + 12]), &key), None, "no voice");
+        assert_eq!(TalkPacket::decode(&untagged(&wire[..MAGIC.len() + 5]), &key), None, "cut short");
+        assert_eq!(TalkPacket::decode(&[0x47; 188], &key), None, "MPEG-TS");
         assert!(!is_talk(telebridge_pairing::control::MAGIC));
+    }
+
+    #[test]
+    fn a_voice_altered_on_the_way_or_under_another_key_is_not_played() {
+        // Issue 57, finding 10: SRT's AES-CTR lets bits be flipped unnoticed.
+        let key = TalkKey::from_passphrase(Some("the pair's passphrase"));
+        let wire = TalkPacket { burst: 1_764_000_000_123, seq: 7, opus: &[1, 2, 3, 4] }.encode(&key);
+        for i in 0..wire.len() {
+            let mut flipped = wire.clone();
+            flipped[i] ^= 0x10;
+            assert_eq!(TalkPacket::decode(&flipped, &key), None, "byte {i} flipped");
+        }
+        assert_eq!(TalkPacket::decode(&wire, &TalkKey::from_passphrase(Some("another"))), None);
+        assert_eq!(TalkPacket::decode(&wire[..wire.len() - 1], &key), None, "tag cut");
+        assert_eq!(format!("{key:?}"), "TalkKey(****)");
     }
 
     #[test]

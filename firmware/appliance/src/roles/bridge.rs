@@ -91,7 +91,9 @@ pub async fn run_bridge(
     let link = route.first.clone();
     let feed = Arc::new(PeerFeed::new(&link, config.bridge.record.clone(), options.on_control.clone()));
     let wins_ties = link.mode == telebridge_config::SrtMode::Listener;
-    let talk = options.talk.clone().map(|t| super::talkback::TalkRun::start(&config.talkback, t, &feed, wins_ties));
+    let key = crate::talk::TalkKey::from_passphrase(link.passphrase.as_ref().map(|p| p.expose()));
+    let talk =
+        options.talk.clone().map(|t| super::talkback::TalkRun::start(&config.talkback, t, &feed, key, wins_ties));
     let latest: Arc<Mutex<Option<DecodeSample>>> = Arc::default();
     let echo = telebridge_media::timecode::Echo::default();
     let decode = DecodeOptions {

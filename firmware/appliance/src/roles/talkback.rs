@@ -12,7 +12,7 @@ use telebridge_media::talk::{TalkReceiver, TalkSender};
 use tracing::warn;
 
 use super::peer::PeerFeed;
-use crate::talk::{TalkLock, TalkPacket, TalkState};
+use crate::talk::{TalkKey, TalkLock, TalkPacket, TalkState};
 
 /// The wall clock both boxes' bursts are compared on, ms.
 fn unix_ms() -> u64 {
@@ -30,6 +30,8 @@ pub struct TalkStatus {
     pub packets_heard: u64,
     /// Its packets not played: it pressed after this box, which kept the channel.
     pub packets_not_played: u64,
+    /// Messages whose tag did not hold (altered on the way, or not the paired box's).
+    pub packets_refused: u64,
     /// The test voice's last beep, mouth to ear (ms): from the second it was spoken on to its
     /// start decoded here (meaningful when both boxes' clocks agree).
     pub beep_lag_ms: Option<u64>,
@@ -90,16 +92,26 @@ impl std::fmt::Debug for TalkRun {
 }
 
 impl TalkRun {
-    /// Starts talkback on the connection `feed`; `wins_ties`: this box showed the pairing code.
-    pub fn start(config: &Talkback, shared: Arc<TalkShared>, feed: &Arc<PeerFeed>, wins_ties: bool) -> Self {
+    /// Starts talkback on the connection `feed`, its messages tagged under `key`; `wins_ties`:
+    /// this box showed the pairing code.
+    pub fn start(
+        config: &Talkback,
+        shared: Arc<TalkShared>,
+        feed: &Arc<PeerFeed>,
+        key: TalkKey,
+        wins_ties: bool,
+    ) -> Self {
         shared.with(|lock, status| {
             lock.set_wins_ties(wins_ties);
             *status = TalkStatus { output: Some(config.output.to_string()), ..TalkStatus::default() };
         });
         let receiver: Arc<Mutex<Option<TalkReceiver>>> = Arc::default();
-        let (rx, sh, output) = (receiver.clone(), shared.clone(), config.output.clone());
+        let (rx, sh, output, k) = (receiver.clone(), shared.clone(), config.output.clone(), key.clone());
         feed.on_talk(Arc::new(move |data: &[u8]| {
-            let Some(packet) = TalkPacket::decode(data) else { return };
+            let Some(packet) = TalkPacket::decode(data, &k) else {
+                sh.with(|_, status| status.packets_refused += 1);
+                return;
+            };
             let play = sh.with(|lock, status| {
                 let play = lock.heard(packet.burst, unix_ms());
                 if play {
@@ -133,7 +145,7 @@ impl TalkRun {
             let (sh, feed) = (shared.clone(), feed.clone());
             let on_packet = Arc::new(move |opus: &[u8]| {
                 let Some((burst, seq)) = sh.with(|lock, _| lock.next_send(unix_ms())) else { return };
-                if feed.send(&TalkPacket { burst, seq, opus }.encode()) {
+                if feed.send(&TalkPacket { burst, seq, opus }.encode(&key)) {
                     sh.with(|_, status| status.packets_sent += 1);
                 }
             });
