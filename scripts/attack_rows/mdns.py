@@ -1,16 +1,15 @@
 """mDNS discovery and pairing (issue 57, findings 2 and 5), in network namespaces on one Linux
 bridge: box A and box B (`run --sim`, bridge role) and a stranger in a third namespace."""
 
-import http.client
 import json
 import os
-import re
 import signal
 import subprocess
 import time
 
+from attack_rows.panel import PanelBox
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-PASSWORD = "attack test password"
 
 
 def sh(*args):
@@ -51,77 +50,6 @@ class Lan:
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
 
 
-class NsBox:
-    """`telebridge run --sim --role bridge` in a namespace, its panel set up with a password."""
-
-    def __init__(self, binary, work, lan, host, name, port=8080):
-        self.ns, self.ip = lan.spaces[host]
-        self.port, self.name = port, name
-        self.log = os.path.join(work, f"{name}.log")
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.ns, binary, "run", "--sim", "--role", "bridge", "--name", name, "--http",
-             f"0.0.0.0:{port}"], stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
-            env=dict(os.environ, RUST_LOG="info"))
-        self.cookie = None
-        for _ in range(100):
-            if self.request("GET", "/healthz")[0] == 200:
-                break
-            time.sleep(0.1)
-        code = None
-        for _ in range(100):
-            m = re.search(r"setup_code=(\d{4}-\d{4})", open(self.log).read())
-            if m:
-                code = m.group(1)
-                break
-            time.sleep(0.1)
-        status, body, headers = self.request("POST", "/api/setup", {"code": code, "password": PASSWORD})
-        assert status == 200, body
-        self.cookie = headers.get("cookies", "")
-
-    def request(self, method, path, body=None, timeout=30):
-        h = {"Host": f"{self.ip}:{self.port}", "X-Telebridge-Csrf": "1", "Content-Type": "application/json"}
-        if self.cookie:
-            h["Cookie"] = self.cookie
-        try:
-            c = http.client.HTTPConnection(self.ip, self.port, timeout=timeout)
-            c.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=h)
-            r = c.getresponse()
-            out = r.read().decode(errors="replace")
-            hdrs = {k.lower(): v for k, v in r.getheaders()}
-            # The session's and the known device's cookies, as a browser sends them back.
-            hdrs["cookies"] = "; ".join(v.split(";")[0] for k, v in r.getheaders() if k.lower() == "set-cookie")
-            c.close()
-            return r.status, out, hdrs
-        except (OSError, http.client.HTTPException):
-            return 0, "", {}
-
-    def json(self, path):
-        s, body, _ = self.request("GET", path)
-        return json.loads(body) if s == 200 else {}
-
-    def listed(self, name):
-        return [b for b in self.json("/api/discovered").get("boxes", []) if b.get("name") == name]
-
-    def rss_mb(self):
-        pids = subprocess.run(["pgrep", "-f", "--", f"--name {self.name} "], capture_output=True, text=True).stdout.split()
-        for p in pids:
-            try:
-                with open(f"/proc/{p}/status") as f:
-                    for line in f:
-                        if line.startswith("VmRSS:"):
-                            return int(line.split()[1]) / 1024
-            except OSError:
-                pass
-        return 0.0
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
 def wait(what, seconds, step=0.3):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -143,8 +71,8 @@ def forged_pairing(binary, work, row, quick):
     boxes, stranger = [], None
     counts = os.path.join(work, "stranger-counts.json")
     try:
-        a = NsBox(binary, work, lan, "a", "studio-a")
-        b = NsBox(binary, work, lan, "b", "studio-b")
+        a = PanelBox(binary, work, "studio-a", *reversed(lan.spaces["a"]), 8080, ["--role", "bridge"])
+        b = PanelBox(binary, work, "studio-b", *reversed(lan.spaces["b"]), 8080, ["--role", "bridge"])
         boxes = [a, b]
         seen = wait(lambda: b.listed("studio-a"), 15)
         if not seen:
@@ -194,8 +122,8 @@ def flood(binary, work, row, quick):
     lan = Lan({"a": 2, "b": 3, "s": 9})
     boxes = []
     try:
-        a = NsBox(binary, work, lan, "a", "studio-a")
-        b = NsBox(binary, work, lan, "b", "studio-b")
+        a = PanelBox(binary, work, "studio-a", *reversed(lan.spaces["a"]), 8080, ["--role", "bridge"])
+        b = PanelBox(binary, work, "studio-b", *reversed(lan.spaces["b"]), 8080, ["--role", "bridge"])
         boxes = [a, b]
         wait(lambda: b.listed("studio-a"), 15)
         s_ns, s_ip = lan.spaces["s"]

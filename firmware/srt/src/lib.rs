@@ -11,6 +11,7 @@ pub mod error;
 pub(crate) mod ffi;
 pub mod input;
 pub mod latency;
+pub mod library;
 pub mod listen_hook;
 pub mod output;
 pub mod peer;

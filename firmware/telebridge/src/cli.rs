@@ -22,6 +22,7 @@ pub fn run(cli: Cli) -> ExitCode {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
         }
+        tracing::info!(libsrt = %telebridge_srt::library::describe(), "libsrt");
     }
     match cli.command {
         Command::Config(ConfigCommand::Default) => {

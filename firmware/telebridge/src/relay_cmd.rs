@@ -46,6 +46,7 @@ pub fn lean(cli: Cli) -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
+    tracing::info!(libsrt = %telebridge_srt::library::describe(), "libsrt");
     if let Some(ports) = &args.meet {
         return crate::meet_cmd::meet(ports);
     }

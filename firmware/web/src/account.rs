@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::{AppendHeaders, IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
@@ -63,7 +63,9 @@ pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Result<Res
 fn new_session(s: &AppState) -> Response {
     let token = s.auth.new_session(Instant::now());
     let device = auth::device_token(&s.store.file().web.password_hash);
-    let cookies = [(header::SET_COOKIE, session_cookie(&token)), (header::SET_COOKIE, device_cookie(&device))];
+    // Appended, not inserted (an array of pairs keeps the last of one name); the session's first.
+    let cookies =
+        AppendHeaders([(header::SET_COOKIE, session_cookie(&token)), (header::SET_COOKIE, device_cookie(&device))]);
     (cookies, Json(json!({ "ok": true }))).into_response()
 }
 
