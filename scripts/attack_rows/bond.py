@@ -120,7 +120,7 @@ def group_table(binary, work, row, quick):
         for t in threads:
             t.start()
         time.sleep(1.0)
-        seconds = 5 if quick else 8
+        seconds = 4 if quick else 8
         enc = encoder(binary, work, "bond-table-encoder", f"srt://127.0.0.1:{bond}?bond=127.0.0.1,127.0.0.2&latency=600",
                       seconds)
         enc.wait(40)

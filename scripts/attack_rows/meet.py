@@ -181,9 +181,9 @@ def evictions(binary, work, row, quick):
     token evicted a real pair (each held one place, the pair's address two, so "the heaviest
     source gives way" took the pair's), and 4100 addresses x 6 hellos kept a new pair from
     meeting until their counts expired; the relay never answered, so spoofed sources would do.
-    Here the 1000 answer the relay's cookies where it has them (real hosts, one per /24) while
-    the pair exchanges datagrams; then 4100 addresses send six hellos each and read nothing (as
-    spoofed ones), and a second pair meets."""
+    Here the 1000 (600 in the quick form) answer the relay's cookies where it has them (real
+    hosts, one per /24) while the pair exchanges datagrams; then 4100 addresses send six hellos
+    each and read nothing (as spoofed ones), and a second pair meets."""
     relay = Relay(binary, work)
     try:
         key = os.urandom(16)
@@ -191,7 +191,8 @@ def evictions(binary, work, row, quick):
         a.join(), b.join()
         before = exchange(a, b, 5, "warm")
         strangers = []
-        for i in range(1000):
+        hosts = 600 if quick else 1000
+        for i in range(hosts):
             s = Box(relay, i % 2, os.urandom(16), addr=f"127.{10 + i // 250}.{i % 250}.1")
             s.join()
             strangers.append(s)
@@ -214,9 +215,9 @@ def evictions(binary, work, row, quick):
         second = exchange(c, d, 20, "second")
     finally:
         relay.stop()
-    row("1000 hosts taking meeting-point places, then 4100 sending hellos", 1000 + count * 6,
+    row(f"{hosts} hosts taking meeting-point places, then 4100 sending hellos", hosts + count * 6,
         min(before) >= 4 and min(after) >= 18 and min(second) >= 18,
-        f"the pair got {after[0]}/{after[1]} of 20 each way after the 1000 took places; a second pair "
+        f"the pair got {after[0]}/{after[1]} of 20 each way after the {hosts} took places; a second pair "
         f"{second[0]}/{second[1]} of 20 after the 4100 ({'cookies' if relay.v2 else 'no cookies'})")
 
 

@@ -12,7 +12,7 @@
 //! table and a real sender got `REG_ERR`). The receiver's half of the id answered to a `REG1`
 //! is a keyed hash of the sender's half and the sender's address ([`Cookie`]): no state is
 //! kept for it, and the group is made when that address sends the whole id back in its
-//! `REG2`. One source (an IPv4 address, an IPv6 /64) holds at most [`Limits::per_source`]
+//! `REG2`. One source (an IPv4 address, an IPv6 /64) holds at most [`Limits::per_source`] (8)
 //! groups; a full table gives up a group that carries no SRT data (one that never did first),
 //! never one with data on the way. A datagram from an address no group knows is dropped before
 //! it is read, unless it is a registration.
@@ -38,7 +38,8 @@ pub const ACK_AFTER: Duration = Duration::from_millis(20);
 pub struct Limits {
     /// Groups at once (srtla_rec: 200).
     pub max_groups: usize,
-    /// Groups one source (an IPv4 address, an IPv6 /64) makes and holds at once.
+    /// Groups one source (an IPv4 address, an IPv6 /64) makes and holds at once (several
+    /// senders behind one carrier NAT address share it).
     pub per_source: usize,
     /// A group whose last SRT data packet came longer ago than this carries nothing: a full
     /// table may give it up for a new one.
@@ -58,7 +59,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_groups: 200,
-            per_source: 4,
+            per_source: 8,
             carrying: Duration::from_secs(2),
             max_conns: 8,
             conn_timeout: Duration::from_secs(10),
