@@ -5,6 +5,7 @@
 //! receiver hands them to the SRT peer. The decisions are state machines without sockets
 //! ([`receiver::Receiver`], [`sender::Sender`]); the threads around them only move datagrams.
 
+pub mod heard;
 pub mod link;
 pub mod proto;
 pub mod receiver;

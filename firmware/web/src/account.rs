@@ -62,7 +62,7 @@ pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Result<Res
 /// its place among the password checks: [`auth::KEPT_FOR_KNOWN`]).
 fn new_session(s: &AppState) -> Response {
     let token = s.auth.new_session(Instant::now());
-    let device = auth::device_token(&s.store.file().web.password_hash);
+    let device = crate::device::device_token(&s.store.file().web.password_hash);
     // Appended, not inserted (an array of pairs keeps the last of one name); the session's first.
     let cookies =
         AppendHeaders([(header::SET_COOKIE, session_cookie(&token)), (header::SET_COOKIE, device_cookie(&device))]);
@@ -71,7 +71,8 @@ fn new_session(s: &AppState) -> Response {
 
 /// Whether the request comes from a browser that logged in before, under this password.
 fn known_device(s: &AppState, headers: &HeaderMap) -> bool {
-    cookie(headers, auth::DEVICE_COOKIE).is_some_and(|t| auth::known_device(&s.store.file().web.password_hash, &t))
+    cookie(headers, crate::device::DEVICE_COOKIE)
+        .is_some_and(|t| crate::device::known_device(&s.store.file().web.password_hash, &t))
 }
 
 /// The body of a request that asks for a password check, read before the check is begun: an

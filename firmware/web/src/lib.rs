@@ -13,6 +13,7 @@ mod account;
 mod body;
 mod config_api;
 pub mod daemon;
+pub mod device;
 mod error;
 mod helper;
 mod live;

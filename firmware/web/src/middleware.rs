@@ -130,8 +130,8 @@ pub(crate) fn session_cookie(token: &str) -> String {
 pub(crate) fn device_cookie(token: &str) -> String {
     format!(
         "{}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
-        auth::DEVICE_COOKIE,
-        auth::DEVICE_TTL.as_secs()
+        crate::device::DEVICE_COOKIE,
+        crate::device::DEVICE_TTL.as_secs()
     )
 }
 
