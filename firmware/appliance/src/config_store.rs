@@ -72,9 +72,15 @@ impl ConfigStore {
         self.path.as_deref()
     }
 
-    /// Validates `new` (with the overrides), saves it, then applies it to the daemon, which
-    /// restarts only what changed.
+    /// Validates `new` as it will be saved and as the daemon runs it (with the overrides), saves
+    /// it, then applies it to the daemon, which restarts only what changed.
+    ///
+    /// What is saved must validate on its own: `telebridge config check` and the next start
+    /// read the file without the command line's overrides. A `--sim` box lays test sources and
+    /// sinks over the file; validating only with them, it saved a video source `hdmi` that the
+    /// box then refused at its next boot (issue 58).
     pub async fn replace(&self, new: Config) -> Result<ValidConfig, StoreError> {
+        new.validate().map_err(StoreError::Invalid)?;
         let valid = (self.overrides)(new.clone()).validate().map_err(StoreError::Invalid)?;
         if let Some(path) = &self.path {
             let (path, c) = (path.clone(), new.clone());
@@ -107,7 +113,7 @@ impl ConfigStore {
                 return;
             }
         };
-        match (self.overrides)(file.clone()).validate() {
+        match file.validate().and_then(|_| (self.overrides)(file.clone()).validate()) {
             Ok(valid) => {
                 *self.file.locked() = file;
                 tracing::info!(file = %path.display(), "reload: configuration read");
@@ -123,5 +129,41 @@ impl ConfigStore {
 
     fn path_display(&self) -> String {
         self.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn what_is_saved_validates_without_the_overrides_and_nothing_else_is_kept() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("telebridge.toml");
+        let file = Config::default();
+        telebridge_config::save_atomic(&path, &file).expect("saved");
+        let before = std::fs::read_to_string(&path).expect("read");
+        let (tx, mut rx) = mpsc::channel(4);
+        let sim: Overrides = std::sync::Arc::new(crate::daemon::simulate);
+        let store = ConfigStore::new(Some(path.clone()), file.clone(), sim, tx);
+        // What the simulation would run, but the box itself would refuse at its next start.
+        let mut bad = file.clone();
+        bad.video.source = "hdmi".into();
+        bad.audio.source = "mic".into();
+        bad.decoder.sink = "hdmi".into();
+        let Err(StoreError::Invalid(errs)) = store.replace(bad).await else {
+            panic!("saved what config check refuses")
+        };
+        let named: Vec<&str> = errs.0.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(named, ["video.source", "audio.source", "decoder.sink"], "{errs}");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), before, "the file is unchanged");
+        assert_eq!(store.file(), file);
+        assert!(rx.try_recv().is_err(), "nothing applied");
+        // A good change is saved and applied.
+        let mut good = file.clone();
+        good.video.bitrate_kbps = 2500;
+        store.replace(good.clone()).await.expect("saved");
+        assert_eq!(telebridge_config::load(&path).expect("load"), good);
+        assert!(matches!(rx.try_recv(), Ok(DaemonCommand::Apply(_))));
     }
 }
