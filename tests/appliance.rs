@@ -100,10 +100,18 @@ fn api_rejects_a_bad_button_hold_and_a_bad_live_body() {
     assert!(body.contains("hold_ms: 10 is out of range 50-20000"), "{body}");
     let (code, body) = http("POST", http_port, "/api/live", Some(r#"{"on": true}"#));
     assert_eq!(code, 422, "{body}");
-    let (code, _) = http("POST", http_port, "/api/live", Some(r#"{"live": true}"#));
-    assert_eq!(code, 202);
-    // No outputs: a box that only runs its encoder is live at once.
-    assert!(wait_for(Duration::from_secs(10), || state(http_port) == "live").is_some());
+    // No outputs: going live is refused in words (issue 58: the box showed a green "Live").
+    let (code, body) = http("POST", http_port, "/api/live", Some(r#"{"live": true}"#));
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("outputs: none; an encoder goes live to at least one output"), "{body}");
+    // The button still starts the encoder; the box says it sends nothing rather than "live".
+    let (code, body) = http("POST", http_port, "/api/sim/button", Some(r#"{"hold_ms": 100}"#));
+    assert_eq!(code, 200, "{body}");
+    let said = wait_for(Duration::from_secs(10), || {
+        let m = get_json(http_port, "/api/status")["machine"].clone();
+        m["state"] == "going_live" && m["reason"].as_str().is_some_and(|r| r.starts_with("no outputs: nothing is sent"))
+    });
+    assert!(said.is_some(), "{}", get_json(http_port, "/api/status"));
     let (code, _) = http("POST", http_port, "/api/live", Some(r#"{"live": false}"#));
     assert_eq!(code, 202);
     assert!(wait_for(Duration::from_secs(5), || state(http_port) == "ready").is_some());

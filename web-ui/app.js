@@ -338,7 +338,11 @@ function renderLeds(patterns) {
 
 $('#live-button').addEventListener('click', async () => {
   const running = lastStatus && lastStatus.running;
-  await api('POST', '/api/live', { live: !running });
+  const r = await api('POST', '/api/live', { live: !running });
+  // Refused (an encoder with no output): say why beside the button.
+  const refused = $('#live-refused');
+  refused.hidden = r.status < 400;
+  refused.textContent = r.status < 400 ? '' : ((r.data && r.data.error) || `refused (${r.status})`);
   const st = await api('GET', '/api/status');
   if (st.status === 200) renderStatus(st.data);
 });

@@ -121,6 +121,9 @@ pub struct Machine {
     pub setup_until_ms: Option<u64>,
 }
 
+/// Why a box with no output is not on air.
+pub const NO_OUTPUTS: &str = "no outputs: nothing is sent; add an output (SRT, RTMP or a recording)";
+
 /// How long a 10 s hold shows the setup code (and blinks every LED), ms.
 pub const SETUP_SHOW_MS: u64 = 10_000;
 
@@ -152,7 +155,11 @@ impl Machine {
             (State::GoingLive, Some(format!("{} of {} links retrying", l.retrying, l.total)))
         } else if l.retrying > 0 {
             (State::Degraded, Some(format!("{} of {} links retrying", l.retrying, l.total)))
-        } else if l.connected > 0 || l.total == 0 {
+        } else if l.total == 0 {
+            // Nothing to send to (every output, recordings included, is counted): not on air,
+            // whatever the encoder does (issue 58: an encoder with no outputs showed "Live").
+            (State::GoingLive, Some(NO_OUTPUTS.to_string()))
+        } else if l.connected > 0 {
             (State::Live, None)
         } else {
             (State::GoingLive, Some("waiting for the link".to_string()))
@@ -225,7 +232,6 @@ impl Machine {
             State::Booting | State::Ready | State::Error => Off,
             _ if self.links.retrying > 0 => DoubleBlink,
             _ if self.links.total > 0 && self.links.connected == self.links.total => On,
-            State::Live if self.links.total == 0 => On,
             _ => SlowBlink,
         };
         let live = if matches!(self.state, State::Live | State::Degraded) { On } else { Off };
@@ -297,9 +303,13 @@ mod tests {
         let (m, _) = run(&[BOOT, Event::Button(Press), links(1, 1, 0, 0), links(1, 0, 0, 1)]);
         assert_eq!((m.state, m.reason.as_deref()), (State::Degraded, Some("1 of 1 links retrying")));
         assert_eq!(m.leds(m.since_ms), [On, DoubleBlink, On, Off]);
-        // A recording-only box (no link) is live at once.
-        let (m, _) = run(&[BOOT, Event::Button(Press), links(0, 0, 0, 0)]);
+        // A recording alone is an output: live once it records.
+        let (m, _) = run(&[BOOT, Event::Button(Press), links(1, 1, 0, 0)]);
         assert_eq!(m.state, State::Live);
+        // No output at all: nothing is on air, and the box says why (issue 58: "Live").
+        let (m, _) = run(&[BOOT, Event::Button(Press), links(0, 0, 0, 0)]);
+        assert_eq!((m.state, m.reason.as_deref()), (State::GoingLive, Some(NO_OUTPUTS)));
+        assert_eq!(m.leds(m.since_ms), [On, SlowBlink, Off, Off], "neither the link nor the live LED lit");
     }
 
     #[test]
@@ -392,7 +402,8 @@ mod tests {
             "one still calling"
         );
         assert_eq!(leds(&[BOOT, Event::Button(Press), links(2, 1, 0, 1)]), [On, DoubleBlink, On, Off], "retrying");
-        assert_eq!(leds(&[BOOT, Event::Button(Press), links(0, 0, 0, 0)]), [On, On, On, Off], "recording only");
+        assert_eq!(leds(&[BOOT, Event::Button(Press), links(1, 1, 0, 0)]), [On, On, On, Off], "recording only");
+        assert_eq!(leds(&[BOOT, Event::Button(Press), links(0, 0, 0, 0)]), [On, SlowBlink, Off, Off], "no output");
         assert_eq!(leds(&[BOOT, Event::Button(Press), Event::Failed("x".into())]), [On, Off, Off, FastBlink], "error");
     }
 

@@ -47,6 +47,14 @@ pub(crate) async fn live(
     State(s): State<AppState>,
     SmallJson(body): SmallJson<LiveBody>,
 ) -> Result<Response, ApiError> {
+    // An encoder with nothing to send to is refused in words, not started and called live.
+    let nothing = s.store.running().is_some_and(|c| c.role == telebridge_config::Role::Encoder && c.outputs.is_empty());
+    if body.live && nothing {
+        return Err(ApiError::User(
+            StatusCode::CONFLICT,
+            "outputs: none; an encoder goes live to at least one output: add one (SRT, RTMP or a recording)".into(),
+        ));
+    }
     tell(&s, DaemonCommand::Live(body.live)).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "live": body.live }))).into_response())
 }

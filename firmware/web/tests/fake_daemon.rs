@@ -104,6 +104,8 @@ async fn the_api_shows_what_the_daemon_publishes_and_passes_on_what_it_is_asked(
     let dir = tempfile::tempdir().unwrap();
     let mut file = Config::default();
     file.web.setup_code_file = dir.path().join("setup.txt").display().to_string();
+    // Something to go live to (an encoder with no output is refused).
+    file.outputs.push(telebridge_config::OutputConfig::new("srt://127.0.0.1:9000"));
     let (status_tx, status_rx) = watch::channel(status("fake-box"));
     let (cmd_tx, mut cmd_rx) = mpsc::channel(16);
     let alive = Arc::new(Mutex::new(true));
