@@ -113,6 +113,9 @@ pub enum Why {
         /// The rate the cut had left, kbit/s.
         cut_kbps: f64,
     },
+    /// No SRT connection is up (the outputs are connecting or retrying, or none is SRT): none
+    /// has a say, and the other outputs (RTMP, recordings) get the configured maximum.
+    NoLink,
 }
 
 impl fmt::Display for Why {
@@ -120,6 +123,7 @@ impl fmt::Display for Why {
         let mbps = |k: f64| k / 1000.0;
         match *self {
             Why::Start => write!(f, "starting: no link measured yet"),
+            Why::NoLink => write!(f, "no SRT connection up to follow: at the configured maximum"),
             Why::Rising { link_kbps } => write!(f, "link carries {:.1} Mbit/s: rising", mbps(link_kbps)),
             Why::AtMaximum => write!(f, "the link keeps up: at the configured maximum"),
             Why::Holding { link_kbps } => write!(f, "link carries {:.1} Mbit/s: holding", mbps(link_kbps)),
@@ -394,7 +398,17 @@ impl RateControl {
             }
         }
         self.send_cap_kbps = cap;
-        let (decision, link) = lowest?;
+        // No connection up: an output that is down (retrying) or never came up has no say
+        // (issue 58: a caller whose receiver stopped held a working RTMP output at half its
+        // bitrate for over a minute). The others get the maximum; a connection that comes up
+        // again starts from there and finds its link.
+        let (decision, link) = match lowest {
+            Some(l) => l,
+            None if self.connected => {
+                (RateDecision { stream_kbps: max_kbps, why: Why::NoLink, send_cap_kbps: None }, "")
+            }
+            None => return None,
+        };
         let (video, one_in) = self.video_of(decision.stream_kbps);
         self.status.why = decision.why;
         self.status.reason = decision.why.to_string();
@@ -403,7 +417,7 @@ impl RateControl {
         }
         let stepped = one_in != self.status.one_frame_in;
         self.status.one_frame_in = one_in;
-        self.status.link = Some(link.to_string());
+        self.status.link = Some(link.to_string()).filter(|l| !l.is_empty());
         let change = video.abs_diff(self.video_kbps);
         let worth = change >= 50 || f64::from(change) >= f64::from(self.video_kbps) * 0.02;
         let at_edge = video != self.video_kbps && (video == self.min_video_kbps || video == self.max_video_kbps);
@@ -460,6 +474,24 @@ mod tests {
         assert_eq!(v, 824);
         assert_eq!(rc.status().reason, "link carries 1.0 Mbit/s: holding");
         assert_eq!(rc.step(&links, STEP), None, "the same rate is not applied twice");
+    }
+
+    #[test]
+    fn with_no_connection_up_the_rate_goes_back_to_the_maximum() {
+        // Issue 58: the SRT output's receiver stopped; its connection broke and it retries,
+        // while an RTMP output works. The rate it last chose stayed for good.
+        let factory: LawFactory = Box::new(|_| Box::new(Fixed(1000.0)) as Box<dyn RateLaw>);
+        let mut rc = RateControl::new(factory, 300, 4000, 128);
+        assert_eq!(rc.step(&[("srt".to_string(), LinkSample::default())], Duration::ZERO), Some(824));
+        assert_eq!(rc.step(&[], STEP), Some(4000), "nobody has a say: the maximum");
+        assert_eq!(rc.status().why, Why::NoLink);
+        assert_eq!(rc.status().link, None);
+        assert_eq!(rc.status().reason, "no SRT connection up to follow: at the configured maximum");
+        assert_eq!(rc.step(&[], STEP * 2), None);
+        // Before any connection came up, nothing changes (the start is the first's to set).
+        let factory: LawFactory = Box::new(|_| Box::new(Fixed(1000.0)) as Box<dyn RateLaw>);
+        let mut fresh = RateControl::new(factory, 300, 4000, 128);
+        assert_eq!(fresh.step(&[], Duration::ZERO), None);
     }
 
     #[test]
