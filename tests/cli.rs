@@ -156,3 +156,26 @@ fn config_apply_changes_only_what_the_file_names_and_nothing_when_it_is_wrong() 
     assert!(err.contains("video.fps: 500 is out of range 9-60"), "{err}");
     assert_eq!(std::fs::read_to_string(&target).expect("read"), now);
 }
+
+#[test]
+fn the_readme_s_commands_work_outside_the_repository_and_the_help_says_what_there_is() {
+    // Issue 58: `measure --link` read bench/links.toml from the working directory, `man` was
+    // hidden, `run --help` named two roles of three, `discover --on` an address of no interface
+    // answered "no Telebridge box answered".
+    let elsewhere = tempfile::tempdir().expect("dir");
+    let out = telebridge().current_dir(elsewhere.path()).args(["measure", "--link", "mars"]).output().expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--link: no profile \"mars\"; the profiles are: lan, metro-17ms"), "{err}");
+    let (_, help, _) = run(&["--help"]);
+    assert!(help.lines().any(|l| l.trim_start().starts_with("man ")), "{help}");
+    let (_, run_help, _) = run(&["run", "--help"]);
+    assert!(run_help.contains("encoder | decoder | bridge"), "{run_help}");
+    let (code, _, err) = run(&["discover", "--on", "192.0.2.123", "--wait", "100ms"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--on 192.0.2.123: no network interface of this machine has that address"), "{err}");
+    let (code, page, _) = run(&["man"]);
+    assert_eq!(code, 0);
+    assert!(!page.contains("telebridge-run(1)"), "the page names pages that do not exist");
+    assert!(page.contains("TELEBRIDGE MEASURE"), "each command is a section of the one page");
+}

@@ -3,7 +3,7 @@
 //! `linkemu --listen 127.0.0.1:9000 --target 127.0.0.1:9001 --profile 4g-fixed` relays UDP;
 //! `linkemu --netns tb --profile 4g-fixed` joins two network namespaces (`tb-a` at 198.18.0.1,
 //! `tb-b` at 198.18.0.2) through the link for TCP: run programs in them with `ip netns exec`.
-//! The profile comes from bench/links.toml (or `--profiles FILE`); `--rtt-ms`, `--jitter-ms`,
+//! The profile comes from the built-in profiles (bench/links.toml as built) or `--profiles FILE`; `--rtt-ms`, `--jitter-ms`,
 //! `--loss-pct` and `--rate-kbps` override it. Prints the counters as one JSON line a second.
 
 use std::net::SocketAddr;
@@ -29,9 +29,9 @@ struct Args {
     /// Profile name from the profiles file.
     #[arg(long)]
     profile: Option<String>,
-    /// The profiles file.
-    #[arg(long, default_value = "bench/links.toml")]
-    profiles: PathBuf,
+    /// A profiles file instead of the built-in profiles (bench/links.toml as built).
+    #[arg(long)]
+    profiles: Option<PathBuf>,
     /// Round-trip time to add, ms.
     #[arg(long)]
     rtt_ms: Option<f64>,
@@ -60,7 +60,7 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut profile = match &args.profile {
-        Some(name) => Profiles::load(&args.profiles)?.get(name)?.clone(),
+        Some(name) => Profiles::load_or_shipped(args.profiles.as_deref())?.get(name)?.clone(),
         None => LinkProfile {
             name: "custom".into(),
             source: String::new(),

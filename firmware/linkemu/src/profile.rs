@@ -67,7 +67,7 @@ pub enum ProfileError {
     #[error("{0}: {1}")]
     Parse(String, String),
     /// No profile of that name.
-    #[error("no profile {name:?}; the file has: {known}")]
+    #[error("no profile {name:?}; the profiles are: {known}")]
     Unknown {
         /// The name asked for.
         name: String,
@@ -77,6 +77,20 @@ pub enum ProfileError {
 }
 
 impl Profiles {
+    /// The profiles built into this program (bench/links.toml as it was built), so that
+    /// `telebridge measure --link NAME` works outside the repository.
+    pub fn shipped() -> Self {
+        Self::parse(SHIPPED_TOML).expect("the shipped profiles parse (tested)")
+    }
+
+    /// The profiles of `path`, or the built-in ones.
+    pub fn load_or_shipped(path: Option<&Path>) -> Result<Self, ProfileError> {
+        match path {
+            Some(p) => Self::load(p),
+            None => Ok(Self::shipped()),
+        }
+    }
+
     /// Reads a profiles file.
     pub fn load(path: &Path) -> Result<Self, ProfileError> {
         let text = std::fs::read_to_string(path).map_err(|e| ProfileError::Io(path.display().to_string(), e))?;
@@ -128,11 +142,14 @@ impl LinkProfile {
     }
 }
 
+/// bench/links.toml, built in.
+pub const SHIPPED_TOML: &str = include_str!("../../../bench/links.toml");
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SHIPPED: &str = include_str!("../../../bench/links.toml");
+    const SHIPPED: &str = SHIPPED_TOML;
 
     #[test]
     fn reads_the_shipped_profiles_as_they_are() {
@@ -148,6 +165,6 @@ mod tests {
         assert_eq!(g.params().queue, Duration::from_millis(300));
         assert_eq!(p.get("vpn-sweep").unwrap().sweep().len(), 41);
         let err = p.get("mars").unwrap_err().to_string();
-        assert!(err.starts_with("no profile \"mars\"; the file has: lan, metro-17ms"), "{err}");
+        assert!(err.starts_with("no profile \"mars\"; the profiles are: lan, metro-17ms"), "{err}");
     }
 }

@@ -17,7 +17,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// The appliance: run the configured role (encoder or decoder), serve the panel and API, drive
+    /// The appliance: run the configured role (encoder, decoder or bridge), serve the panel and API, drive
     /// the status LEDs and the go-live button, and talk to systemd (READY, WATCHDOG).
     Run(RunArgs),
     /// Capture, encode to H.264 and send MPEG-TS over SRT to every --output at once.
@@ -49,8 +49,7 @@ pub(crate) enum Command {
         config: Option<PathBuf>,
     },
     /// Print the manual page (roff), made from this command line's own help (the Debian
-    /// package installs it as telebridge(1)).
-    #[command(hide = true)]
+    /// package installs it as telebridge(1): `man telebridge`).
     Man,
 }
 
@@ -95,12 +94,14 @@ pub(crate) enum StatsFormat {
 
 #[derive(Debug, Args)]
 pub(crate) struct MeasureArgs {
-    /// A link profile to go through (from --profiles), e.g. metro-17ms or 4g-fixed.
+    /// A link profile to go through, e.g. metro-17ms or 4g-fixed (the built-in profiles: lan,
+    /// metro-17ms, transatlantic-100ms, us-west-180ms, sydney-360ms, 4g-fixed, vpn-sweep; or
+    /// those of --profiles).
     #[arg(long)]
     pub(crate) link: Option<String>,
-    /// The link profiles file.
-    #[arg(long, default_value = "bench/links.toml")]
-    pub(crate) profiles: PathBuf,
+    /// A link profiles file instead of the built-in profiles (bench/links.toml's form).
+    #[arg(long)]
+    pub(crate) profiles: Option<PathBuf>,
     /// Sizes, comma-separated.
     #[arg(long, default_value = "1280x720,1920x1080")]
     pub(crate) sizes: String,
@@ -169,7 +170,7 @@ pub(crate) struct RunArgs {
     /// Where the panel and API listen, ADDRESS:PORT (web.listen).
     #[arg(long)]
     pub(crate) http: Option<String>,
-    /// encoder | decoder (role).
+    /// encoder | decoder | bridge (role).
     #[arg(long)]
     pub(crate) role: Option<String>,
     /// The box's name (name).

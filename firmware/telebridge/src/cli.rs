@@ -51,7 +51,13 @@ fn man() -> ExitCode {
     let mut page = |c: &clap::Command, top: bool| -> std::io::Result<()> {
         let man = clap_mangen::Man::new(c.clone());
         if top {
-            man.render(&mut out)
+            // Not `render`: its list of subcommands names pages (telebridge-run(1), ...) that do
+            // not exist; each command is a section of this one page instead.
+            man.render_title(&mut out)?;
+            man.render_name_section(&mut out)?;
+            man.render_synopsis_section(&mut out)?;
+            man.render_description_section(&mut out)?;
+            man.render_options_section(&mut out)
         } else {
             // Each command as a section of the one page: its name, words and options.
             out.extend_from_slice(format!(".SH \"TELEBRIDGE {}\"\n", c.get_name().to_uppercase()).as_bytes());
@@ -63,6 +69,7 @@ fn man() -> ExitCode {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         result = result.and_then(|()| page(sub, false));
     }
+    result = result.and_then(|()| clap_mangen::Man::new(cmd.clone()).render_version_section(&mut out));
     match result {
         Ok(()) => {
             use std::io::Write;
@@ -291,10 +298,12 @@ fn measure(args: MeasureArgs) -> ExitCode {
         }
     }
     let link = match &args.link {
-        Some(name) => match linkemu::Profiles::load(&args.profiles).and_then(|p| p.get(name).cloned()) {
-            Ok(p) => Some(p),
-            Err(e) => return bad_input(format!("--link: {e}")),
-        },
+        Some(name) => {
+            match linkemu::Profiles::load_or_shipped(args.profiles.as_deref()).and_then(|p| p.get(name).cloned()) {
+                Ok(p) => Some(p),
+                Err(e) => return bad_input(format!("--link: {e}")),
+            }
+        }
         None => None,
     };
     let plan = telebridge_appliance::measure::MeasurePlan {

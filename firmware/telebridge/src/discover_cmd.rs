@@ -14,6 +14,17 @@ pub(crate) fn discover(args: DiscoverArgs) -> ExitCode {
     if args.wait > MAX_WAIT || args.wait < Duration::from_millis(100) {
         return bad_input(format!("--wait: {:?} is not between 100ms and 60s", args.wait));
     }
+    if let Some(ip) = args.on {
+        // mdns-sd would browse on no interface at all and answer nothing: say why instead.
+        let own = telebridge_pairing::addresses::own_addresses();
+        if !ip.is_loopback() && !own.contains(&ip) {
+            let listed: Vec<String> = own.iter().map(ToString::to_string).collect();
+            return bad_input(format!(
+                "--on {ip}: no network interface of this machine has that address (its addresses: {})",
+                if listed.is_empty() { "none but loopback".to_string() } else { listed.join(", ") }
+            ));
+        }
+    }
     let boxes = match telebridge_discovery::browse_for(args.wait, args.on) {
         Ok(b) => b,
         Err(e) => {

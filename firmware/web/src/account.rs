@@ -39,7 +39,7 @@ pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Result<Res
         return Err(error(StatusCode::CONFLICT, "the password is already set; log in instead"));
     };
     let (body, attempt) = attempt_body::<SetupBody>(&s, ip, req).await?;
-    if body.code.trim() != code {
+    if !crate::auth::setup_code_matches(&body.code, &code) {
         attempt.failed(Instant::now());
         warn!(%ip, "wrong setup code");
         return Err(error(

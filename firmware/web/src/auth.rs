@@ -158,6 +158,14 @@ fn random_hex(bytes: usize) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// Whether `typed` is the setup code `code`, as a person types it: with or without its dash,
+/// with spaces (the pairing code is read the same way). Compared in constant time.
+pub fn setup_code_matches(typed: &str, code: &str) -> bool {
+    let digits = |s: &str| -> Vec<u8> { s.bytes().filter(|b| !matches!(b, b'-' | b' ' | b'\t')).collect() };
+    let (t, c) = (digits(typed), digits(code));
+    t.len() == c.len() && t.iter().zip(&c).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// A one-time setup code: eight digits, grouped for reading off a screen.
 pub fn new_setup_code() -> String {
     let n = OsRng.next_u64() % 100_000_000;
@@ -651,6 +659,9 @@ mod tests {
     #[test]
     fn setup_codes_are_eight_digits() {
         let c = new_setup_code();
+        assert!(setup_code_matches(&c, &c) && setup_code_matches(&c.replace('-', ""), &c));
+        assert!(setup_code_matches(&format!(" {} ", c.replace('-', " ")), &c));
+        assert!(!setup_code_matches(&c[..c.len() - 1], &c) && !setup_code_matches("", &c));
         assert_eq!(c.len(), 9);
         assert!(c.chars().enumerate().all(|(i, ch)| if i == 4 { ch == '-' } else { ch.is_ascii_digit() }), "{c}");
     }
