@@ -76,7 +76,14 @@ fn a_hundred_simultaneous_wrong_passwords_get_five_checks_and_the_box_stays_smal
     assert!(checked + more <= 5, "{checked} of 100 were checked, and {more} after them: {statuses:?}");
     assert_eq!(checked + refused + busy + closed, 100, "nothing else, and never 200: {statuses:?}");
     assert_eq!(right, 429, "the right password got in while the address was locked out");
-    assert!(peak < 64 * 1024, "the daemon's memory peaked at {peak} kB under the burst");
+    // The burst itself: under a third of one more argon2 buffer (19 MiB). `before` already holds
+    // the one the setup's hash left (kept 30 s), on a process of some 45 MB; an absolute bound
+    // of 64 MB measured that baseline more than the burst (65.0 MB before, 65.7 at the peak, seen).
+    assert!(
+        peak.saturating_sub(before) < 6 * 1024,
+        "the burst grew the daemon from {before} kB to a peak of {peak} kB"
+    );
+    assert!(peak < 96 * 1024, "the daemon's memory peaked at {peak} kB under the burst");
 }
 
 /// Opens a connection to `port` from `from` (another loopback address: a second client).
