@@ -78,22 +78,7 @@ pub fn stream_problem(receiving: bool, last_second: Arrived, unsupported: &[Stri
 
 /// This machine's IPv4 addresses other than loopback, from the kernel's table.
 fn local_addresses() -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string("/proc/net/fib_trie") else { return Vec::new() };
-    let mut out: Vec<String> = Vec::new();
-    let mut last_ip: Option<&str> = None;
-    for line in text.lines() {
-        let t = line.trim();
-        if let Some(ip) = t.strip_prefix("|-- ") {
-            last_ip = Some(ip);
-        } else if t.contains("/32 host LOCAL") {
-            if let Some(ip) = last_ip.filter(|ip| !ip.starts_with("127.")) {
-                if !out.iter().any(|o| o == ip) {
-                    out.push(ip.to_string());
-                }
-            }
-        }
-    }
-    out
+    telebridge_pairing::addresses::own_addresses().iter().filter(|ip| ip.is_ipv4()).map(ToString::to_string).collect()
 }
 
 #[cfg(test)]

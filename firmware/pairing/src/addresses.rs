@@ -12,9 +12,10 @@ use std::net::IpAddr;
 /// Addresses A names at most.
 pub const MAX_OWN: usize = 8;
 
-/// This machine's own addresses: IPv4 from the kernel's routing table (`/proc/net/fib_trie`),
-/// global IPv6 from `/proc/net/if_inet6`; never loopback or link-local. At most [`MAX_OWN`],
-/// IPv4 first.
+/// This machine's own addresses: IPv4 from the kernel's routing table (`/proc/net/fib_trie`;
+/// a link-local one too: two boxes on one cable without DHCP reach each other there), global
+/// IPv6 from `/proc/net/if_inet6` (a link-local one would need its interface named); never
+/// loopback. At most [`MAX_OWN`], IPv4 first.
 pub fn own_addresses() -> Vec<IpAddr> {
     let v4 = std::fs::read_to_string("/proc/net/fib_trie").unwrap_or_default();
     let v6 = std::fs::read_to_string("/proc/net/if_inet6").unwrap_or_default();
@@ -31,7 +32,7 @@ pub fn parse_own(fib_trie: &str, if_inet6: &str) -> Vec<IpAddr> {
             last = Some(ip);
         } else if t.contains("/32 host LOCAL") {
             if let Some(ip) = last.and_then(|ip| ip.parse::<std::net::Ipv4Addr>().ok()) {
-                if !ip.is_loopback() && !ip.is_link_local() && !out.contains(&IpAddr::V4(ip)) {
+                if !ip.is_loopback() && !out.contains(&IpAddr::V4(ip)) {
                     out.push(IpAddr::V4(ip));
                 }
             }
@@ -140,8 +141,8 @@ fe800000000000000000000000000001 02 40 20 80     eth0
     }
 
     #[test]
-    fn own_addresses_leave_out_loopback_and_link_local() {
-        assert_eq!(parse_own(FIB, INET6), vec![ip("10.213.0.2"), ip("2001:db8::5")]);
+    fn own_addresses_leave_out_loopback_and_ipv6_link_local() {
+        assert_eq!(parse_own(FIB, INET6), vec![ip("10.213.0.2"), ip("169.254.7.7"), ip("2001:db8::5")]);
         assert_eq!(parse_own("", ""), Vec::<IpAddr>::new());
         let list = vec!["10.0.0.1".to_string(), "nonsense".into(), "2001:db8::1".into()];
         assert_eq!(read_list(&list), vec![ip("10.0.0.1"), ip("2001:db8::1")]);
