@@ -24,7 +24,6 @@ fuzz_target!(|data: &[u8]| {
         if who & 0x80 != 0 {
             let _ = r.on_srt(GroupToken(u64::from(who & 7)), body);
         } else {
-            let _ = r.on_datagram(from, body, now);
             // A registration answered is sent back, as a sender that receives would.
             for a in r.on_datagram(from, body, now) {
                 if let telebridge_bond::receiver::Action::Reply(to, reply) = a {

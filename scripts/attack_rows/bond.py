@@ -5,12 +5,13 @@ findings 1 (one host fills the receiver's group table), 4 (one datagram stalls t
 import os
 import random
 import selectors
-import signal
 import socket
 import struct
 import subprocess
 import threading
 import time
+
+from attack_rows.panel import stop
 
 REG1, REG2, REG3, KEEPALIVE = 0x9200, 0x9201, 0x9202, 0x9000
 
@@ -26,15 +27,6 @@ def free_udp():
 def spawn(cmd, work, name):
     log = open(os.path.join(work, f"{name}.log"), "w")
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="info"))
-
-
-def stop(p):
-    if p.poll() is None:
-        p.send_signal(signal.SIGINT)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
 
 
 def relay_to_file(binary, work, name):

@@ -3,12 +3,13 @@
 
 import os
 import random
-import signal
 import socket
 import struct
 import subprocess
 import threading
 import time
+
+from attack_rows.panel import stop
 
 SLOT_MS = 40_000
 
@@ -53,11 +54,7 @@ class Relay:
             s.close()
 
     def stop(self):
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop(self.proc)
 
 
 def hello_v1(token):

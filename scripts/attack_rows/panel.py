@@ -12,6 +12,16 @@ import time
 PASSWORD = "attack test password"
 
 
+def stop(proc):
+    """Stops a process the rows started: SIGINT (a daemon says goodbye), then kill after 10 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 class PanelBox:
     """`telebridge run --sim --name NAME` with its panel on `ip:port` (inside namespace `ns` if
     given), set up with a password; `args`: more arguments (`--role bridge`, `--config FILE`)."""
@@ -78,8 +88,4 @@ class PanelBox:
         return 0.0
 
     def stop(self):
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop(self.proc)
