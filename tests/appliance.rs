@@ -428,7 +428,10 @@ fn the_tally_input_lights_the_tally_and_frames_the_slate_in_red() {
     eprintln!("tally lit {on:?} after the mixer's contact closed");
     assert!(on.is_some_and(|t| t <= Duration::from_millis(500)), "the tally input lit the LED after {on:?}");
     let tally = get_json(http_port, "/api/status")["tally"].clone();
-    assert_eq!(tally, serde_json::json!({"on_air": true, "cue": false, "wired": true, "far_live": false}));
+    assert_eq!(
+        tally,
+        serde_json::json!({"on_air": true, "cue": false, "wired": true, "taken_by_far": false, "takes_far": false})
+    );
     // Three seconds on air: the recording's red-framed part (the scenario).
     std::thread::sleep(Duration::from_secs(3));
     let (code, body) = http("POST", http_port, "/api/sim/tally-in", Some(r#"{"on_air": false}"#));

@@ -7,7 +7,7 @@
 
 mod support;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use support::bridge::*;
 use support::*;
@@ -73,34 +73,36 @@ fn two_boxes_pair_with_the_code_and_each_receives_the_others_picture_and_sound()
     assert_eq!(peer["state"], "live", "{peer}");
     assert!(peer["srt"]["packets_received"].as_u64().unwrap_or(0) > 100, "one socket carries both ways: {peer}");
 
-    // Tally: the far box live lights this box's tally LED (simulated GPIO).
+    // Tally (issue 58): both boxes live lights nothing; B's operator taking A's picture (B's cue)
+    // lights A's tally LED (simulated GPIO) within 500 ms, and B's status says it takes A.
     let tally = |port: u16| get_json(port, "/api/sim/gpio")["leds"]["tally"] == true;
-    let lit = wait_for(Duration::from_secs(10), || tally(http_a) && tally(http_b));
-    assert!(lit.is_some(), "tallies: A {}, B {}", tally(http_a), tally(http_b));
-    // B stops: A's light goes out when B's messages stop.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!tally(http_a) && !tally(http_b), "both live is not on air: A {}, B {}", tally(http_a), tally(http_b));
+    let cued = Instant::now();
+    let (status, body) = http("POST", http_b, "/api/tally", Some(r#"{"on_air": true}"#));
+    assert_eq!(status, 202, "{body}");
+    let followed = wait_for(Duration::from_secs(5), || tally(http_a)).expect("B's cue did not light A's tally");
+    eprintln!("A's tally lit {} ms after B took its picture", cued.elapsed().as_millis());
+    assert!(followed <= Duration::from_millis(500), "A's tally lit {} ms after B's cue", followed.as_millis());
+    assert!(!tally(http_b), "B's own light stays out: B's picture is not on air at A");
+    let b_tally = get_json(http_b, "/api/status")["tally"].clone();
+    assert_eq!(
+        b_tally,
+        serde_json::json!({"on_air": false, "cue": true, "wired": false, "taken_by_far": false, "takes_far": true})
+    );
+    let (_, metrics) = http("GET", http_a, "/metrics", None);
+    assert!(metrics.contains("\ntelebridge_tally 1\n"), "{metrics}");
+    // B stops sending (its connection drops): A's light goes out when B's messages stop.
     let (status, body) = http("POST", http_b, "/api/live", Some(r#"{"live": false}"#));
     assert_eq!(status, 202, "{body}");
     assert!(wait_for(Duration::from_secs(3), || !tally(http_a)).is_some(), "A's tally stayed on with B stopped");
-    // The control room's cue lights it whatever B does, and puts it out.
-    let (status, body) = http("POST", http_a, "/api/tally", Some(r#"{"on_air": true}"#));
-    assert_eq!(status, 202, "{body}");
-    assert!(wait_for(Duration::from_secs(2), || tally(http_a)).is_some(), "the cue did not light A's tally");
-    let (_, metrics) = http("GET", http_a, "/metrics", None);
-    assert!(metrics.contains("\ntelebridge_tally 1\n"), "{metrics}");
-    let (status, body) = http("POST", http_a, "/api/tally", Some(r#"{"on_air": false}"#));
-    assert_eq!(status, 202, "{body}");
-    assert!(wait_for(Duration::from_secs(2), || !tally(http_a)).is_some(), "the cue did not put A's tally out");
-    // B live again: A's light follows within 500 ms of B being live.
+    // B live again with its cue still set: A lights again; B lets go: out.
     let (status, body) = http("POST", http_b, "/api/live", Some(r#"{"live": true}"#));
     assert_eq!(status, 202, "{body}");
-    let b_live = wait_for(Duration::from_secs(30), || {
-        get_json(http_b, "/api/status")["machine"]["state"].as_str() == Some("live")
-    });
-    assert!(b_live.is_some(), "B did not go live again: {}", get_json(http_b, "/api/status")["machine"]);
-    let followed = wait_for(Duration::from_secs(5), || tally(http_a));
-    let followed = followed.expect("A's tally stayed out with B live");
-    eprintln!("A's tally lit {} ms after B was live", followed.as_millis());
-    assert!(followed <= Duration::from_millis(500), "A's tally lit {} ms after B was live", followed.as_millis());
+    assert!(wait_for(Duration::from_secs(30), || tally(http_a)).is_some(), "A's tally stayed out with B back");
+    let (status, body) = http("POST", http_b, "/api/tally", Some(r#"{"on_air": false}"#));
+    assert_eq!(status, 202, "{body}");
+    assert!(wait_for(Duration::from_secs(2), || !tally(http_a)).is_some(), "B's release did not put A's tally out");
     assert!(wait_for(Duration::from_secs(30), || frames_decoded(http_a) > 50).is_some());
 
     // A third party at A's bridge port, with no passphrase or a guessed one, gets nothing.

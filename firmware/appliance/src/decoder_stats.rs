@@ -33,6 +33,9 @@ pub struct DecoderStats {
     /// Why a stream arrives but shows no picture, in words (an unsupported codec, data that
     /// is not MPEG-TS); null while the picture shows or nothing arrives.
     pub problem: Option<String>,
+    /// When a frame was last decoded (ms since the Unix epoch, to the second): a picture that
+    /// stopped moving says since when.
+    pub last_frame_unix_ms: Option<u64>,
 }
 
 /// What the screen shows.

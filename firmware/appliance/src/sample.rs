@@ -59,6 +59,34 @@ pub struct LinkView {
     pub latency: Option<String>,
     /// A bonded output's uplinks, each in words ("wwan0: up, RTT 62 ms, 1.8 Mbit/s, 45 %").
     pub uplinks: Vec<String>,
+    /// When it came into this state (ms since the Unix epoch), as [`stamp_since`] keeps it.
+    pub since_unix_ms: Option<u64>,
+}
+
+/// Each link's state and when it came into it, by name.
+pub type SinceBook = Vec<(String, LinkState, u64)>;
+
+/// Fills in when each link came into its state: kept in `book` across samples (a link that
+/// changed state, or is new, is stamped `now_ms`; links gone are forgotten).
+pub fn stamp_since(views: &mut [LinkView], book: &mut SinceBook, now_ms: u64) {
+    let mut next = Vec::with_capacity(views.len());
+    for v in views.iter_mut() {
+        let since = match book.iter().find(|(n, st, _)| *n == v.name && *st == v.state) {
+            Some((_, _, at)) => *at,
+            None => now_ms,
+        };
+        v.since_unix_ms = Some(since);
+        next.push((v.name.clone(), v.state, since));
+    }
+    *book = next;
+}
+
+/// An output's uplinks that cannot be opened, in words ("uplink nosuch9: no such network
+/// interface"), joined.
+fn uplink_problems(o: &OutputStatus) -> Option<String> {
+    let p: Vec<String> =
+        o.uplinks.iter().filter_map(|u| u.problem.as_ref().map(|p| format!("uplink {}: {p}", u.name))).collect();
+    (!p.is_empty()).then(|| p.join("; "))
 }
 
 impl MediaSample {
@@ -80,9 +108,10 @@ impl MediaSample {
                 .map(|o| LinkView {
                     name: o.name.clone(),
                     state: LinkState::Output(o.state),
-                    reason: o.reason.clone(),
+                    reason: uplink_problems(o).or_else(|| o.reason.clone()),
                     latency: o.latency.as_ref().map(|c| format!("SRT latency {} ms: {}", c.latency_ms, c.reason)),
                     uplinks: o.uplinks.iter().map(ToString::to_string).collect(),
+                    since_unix_ms: None,
                 })
                 .collect(),
             MediaSample::Decoder(s) => vec![LinkView {
@@ -91,6 +120,7 @@ impl MediaSample {
                 reason: s.input.reason.clone(),
                 latency: None,
                 uplinks: Vec::new(),
+                since_unix_ms: None,
             }],
         }
     }
@@ -181,6 +211,9 @@ impl MediaSample {
                 for o in self.outputs() {
                     let reason = o.reason.as_deref().unwrap_or("no reason given");
                     let calling_again = o.state == OutputState::Connecting && o.reconnects > 0;
+                    if let Some(p) = uplink_problems(o) {
+                        out.push(format!("{}: {p}", o.name));
+                    }
                     if o.state == OutputState::Retrying || calling_again {
                         out.push(format!("{}: {reason} (retrying)", o.name));
                     } else if o.state == OutputState::Failed {
@@ -286,5 +319,49 @@ mod tests {
         .unwrap_or_default();
         assert_eq!(v, line);
         assert_eq!(v["outputs"][0]["state"], "live");
+    }
+
+    #[test]
+    fn a_missing_uplink_is_named_on_its_output_and_in_the_alerts() {
+        let mut o = output("bonded", OutputState::Live, 0);
+        o.reason = None;
+        let link = |name: &str, problem: Option<&str>| telebridge_bond::sender::LinkStatus {
+            name: name.into(),
+            state: telebridge_bond::link::LinkState::Connecting,
+            rtt_ms: None,
+            window: 0.0,
+            in_flight: 0,
+            sent: 0,
+            rescued: 0,
+            naks: 0,
+            deaths: 0,
+            rate_kbps: 0.0,
+            share_pct: 0.0,
+            problem: problem.map(Into::into),
+        };
+        o.uplinks = vec![link("lo", None), link("nosuch9", Some("no such network interface"))];
+        let s = encoder(vec![o]);
+        let views = s.link_views();
+        assert_eq!(views[0].reason.as_deref(), Some("uplink nosuch9: no such network interface"));
+        assert_eq!(views[0].uplinks[1], "nosuch9: no such network interface");
+        assert_eq!(s.alerts(), vec!["bonded: uplink nosuch9: no such network interface".to_string()]);
+    }
+
+    #[test]
+    fn each_link_keeps_when_it_came_into_its_state() {
+        let mut book = SinceBook::new();
+        let views = |st: OutputState| encoder(vec![output("a", st, 0), output("b", OutputState::Live, 0)]).link_views();
+        let mut v = views(OutputState::Connecting);
+        stamp_since(&mut v, &mut book, 1000);
+        assert_eq!((v[0].since_unix_ms, v[1].since_unix_ms), (Some(1000), Some(1000)));
+        let mut v = views(OutputState::Connecting);
+        stamp_since(&mut v, &mut book, 2000);
+        assert_eq!((v[0].since_unix_ms, v[1].since_unix_ms), (Some(1000), Some(1000)), "unchanged: kept");
+        let mut v = views(OutputState::Live);
+        stamp_since(&mut v, &mut book, 3000);
+        assert_eq!((v[0].since_unix_ms, v[1].since_unix_ms), (Some(3000), Some(1000)), "a changed: stamped anew");
+        let mut v = encoder(vec![output("b", OutputState::Live, 0)]).link_views();
+        stamp_since(&mut v, &mut book, 4000);
+        assert_eq!(book.len(), 1, "a gone: forgotten");
     }
 }

@@ -1,14 +1,19 @@
-//! The tally light: whether this box's picture is on air. The control room says so through the
-//! API (`POST /api/tally`, a cue that stays until changed) or the vision mixer's tally output on
-//! the tally input (a GPIO pin, while its contact is closed), or the paired box says it is live
-//! (its signed messages on the bridge's connection, four a second: the light goes out when
-//! they stop). Pure: fed cues, levels, messages and the time.
+//! The tally light: whether this box's picture is on air.
+//!
+//! An encoder (or decoder) is on air when the control room says so through the API (`POST
+//! /api/tally`, a cue that stays until changed) or the vision mixer's tally output closes the
+//! tally input (a GPIO pin). In a bridge the picture that matters is the one the far box
+//! receives: a bridge is on air when the paired box says it has taken this box's picture (its
+//! operator's cue, or its mixer's contact, sent as signed messages on the bridge's connection
+//! four times a second; the light goes out when they stop). A bridge's own cue and contact are
+//! what it tells the paired box. Both boxes being live tells nobody anything. Pure: fed cues,
+//! levels, messages and the time.
 
 use serde::Serialize;
 use telebridge_gpio::LedPattern;
 
-/// A far box's "live" counts this long after its last message (its messages come every 250 ms;
-/// a connection that drops takes the light out within this).
+/// A far box's "taken" counts this long after its last message (its messages come every 250
+/// ms; a connection that drops takes the light out within this).
 pub const FAR_FRESH_MS: u64 = 1_000;
 
 /// The panel's LEDs: the state machine's four (power, link, live, error) and the tally.
@@ -26,8 +31,10 @@ pub struct TallyStatus {
     pub cue: bool,
     /// The tally input (the vision mixer's contact) is active.
     pub wired: bool,
-    /// The paired box is live (heard within [`FAR_FRESH_MS`]).
-    pub far_live: bool,
+    /// Bridge: the paired box has this box's picture on air (heard within [`FAR_FRESH_MS`]).
+    pub taken_by_far: bool,
+    /// Bridge: this box has the paired box's picture on air (its cue or contact), and says so.
+    pub takes_far: bool,
 }
 
 /// The tally's state.
@@ -37,6 +44,7 @@ pub struct Tally {
     wired: bool,
     /// What the paired box last said, and when (ms on the daemon's clock).
     far: Option<(bool, u64)>,
+    bridge: bool,
 }
 
 impl Tally {
@@ -50,15 +58,28 @@ impl Tally {
         self.wired = on_air;
     }
 
-    /// The paired box said it is live (or not) at `now_ms`.
-    pub fn far(&mut self, live: bool, now_ms: u64) {
-        self.far = Some((live, now_ms));
+    /// The paired box said it has this box's picture on air (or not) at `now_ms`.
+    pub fn far(&mut self, taken: bool, now_ms: u64) {
+        self.far = Some((taken, now_ms));
+    }
+
+    /// Whether the box is a bridge (what its cue and contact mean).
+    pub fn set_bridge(&mut self, bridge: bool) {
+        self.bridge = bridge;
     }
 
     /// The tally at `now_ms`.
     pub fn status(&self, now_ms: u64) -> TallyStatus {
-        let far_live = self.far.is_some_and(|(live, at)| live && now_ms.saturating_sub(at) <= FAR_FRESH_MS);
-        TallyStatus { on_air: self.cue || self.wired || far_live, cue: self.cue, wired: self.wired, far_live }
+        let taken_by_far =
+            self.bridge && self.far.is_some_and(|(on, at)| on && now_ms.saturating_sub(at) <= FAR_FRESH_MS);
+        let local = self.cue || self.wired;
+        TallyStatus {
+            on_air: if self.bridge { taken_by_far } else { local },
+            cue: self.cue,
+            wired: self.wired,
+            taken_by_far,
+            takes_far: self.bridge && local,
+        }
     }
 
     /// The tally LED's pattern at `now_ms`: steady while on air.
@@ -76,28 +97,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cue_holds_and_the_far_box_counts_while_its_messages_come() {
+    fn an_encoder_is_on_air_by_its_cue_or_its_mixer_contact() {
         let mut t = Tally::default();
         assert_eq!(t.status(0), TallyStatus::default());
         t.far(true, 1_000);
-        assert_eq!(t.status(1_400), TallyStatus { on_air: true, cue: false, wired: false, far_live: true });
+        assert!(!t.status(1_000).on_air, "no paired box speaks for an encoder");
+        t.cue(true);
+        assert_eq!(t.status(60_000), TallyStatus { on_air: true, cue: true, ..TallyStatus::default() });
+        t.cue(false);
+        assert_eq!(t.pattern(60_000), LedPattern::Off);
+        t.wired(true);
+        assert_eq!(t.status(61_000), TallyStatus { on_air: true, wired: true, ..TallyStatus::default() });
+        assert_eq!(t.pattern(61_000), LedPattern::On);
+        t.wired(false);
+        assert!(!t.status(62_000).on_air);
+    }
+
+    #[test]
+    fn a_bridge_is_on_air_when_the_far_box_takes_its_picture_and_its_own_cue_goes_to_the_far_box() {
+        let mut t = Tally::default();
+        t.set_bridge(true);
+        t.far(true, 1_000);
+        let s = t.status(1_400);
+        assert_eq!(s, TallyStatus { on_air: true, taken_by_far: true, ..TallyStatus::default() });
         assert_eq!(t.pattern(1_400), LedPattern::On);
         // Messages stopped (the connection dropped): out after FAR_FRESH_MS.
         assert!(t.status(1_000 + FAR_FRESH_MS).on_air);
         assert!(!t.status(1_001 + FAR_FRESH_MS).on_air);
-        // The far box said it stopped: out at once.
+        // The far box let go: out at once.
         t.far(false, 3_000);
         assert!(!t.status(3_000).on_air);
-        // The cue holds whatever the far box says.
+        // This box's cue (or contact) takes the far box's picture: said to it, not lit here.
         t.cue(true);
-        assert_eq!(t.status(60_000), TallyStatus { on_air: true, cue: true, wired: false, far_live: false });
+        assert_eq!(t.status(4_000), TallyStatus { cue: true, takes_far: true, ..TallyStatus::default() });
         t.cue(false);
-        assert_eq!(t.pattern(60_000), LedPattern::Off);
-        // The mixer's contact: on air while closed, whatever the cue.
         t.wired(true);
-        assert_eq!(t.status(61_000), TallyStatus { on_air: true, cue: false, wired: true, far_live: false });
-        assert_eq!(t.pattern(61_000), LedPattern::On);
-        t.wired(false);
-        assert!(!t.status(62_000).on_air);
+        assert_eq!(t.status(5_000), TallyStatus { wired: true, takes_far: true, ..TallyStatus::default() });
     }
 }

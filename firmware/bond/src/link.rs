@@ -151,6 +151,9 @@ pub struct LinkStatus {
     pub rate_kbps: f64,
     /// Its share of what the bond sent over the last second, percent.
     pub share_pct: f64,
+    /// Why it cannot be opened ("no such network interface"), while that lasts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 impl std::fmt::Display for LinkStatus {
@@ -161,6 +164,9 @@ impl std::fmt::Display for LinkStatus {
             LinkState::Up => "up",
             LinkState::Dead => "dead",
         };
+        if let Some(p) = &self.problem {
+            return write!(f, "{}: {p}", self.name);
+        }
         write!(f, "{}: {state}", self.name)?;
         if let Some(rtt) = self.rtt_ms {
             write!(f, ", RTT {rtt:.0} ms")?;

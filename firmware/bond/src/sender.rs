@@ -146,6 +146,7 @@ impl Sender {
                 deaths: l.deaths,
                 rate_kbps: l.bytes_last as f64 * 8.0 / 1000.0,
                 share_pct: if total == 0 { 0.0 } else { l.bytes_last as f64 * 100.0 / total as f64 },
+                problem: None,
             })
             .collect()
     }

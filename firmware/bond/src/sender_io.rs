@@ -38,6 +38,8 @@ struct Shared {
     local: UdpSocket,
     srt_peer: Mutex<Option<SocketAddr>>,
     uplinks: Vec<RwLock<Option<Arc<UdpSocket>>>>,
+    /// Why each uplink cannot be opened, while it cannot.
+    problems: Vec<Mutex<Option<String>>>,
     /// Every uplink's state each [`TRACE_EVERY`], as JSON lines, to read a loss burst against
     /// what each uplink did ([`BondSender::start`]'s `trace`).
     trace: Option<Mutex<io::BufWriter<std::fs::File>>>,
@@ -130,6 +132,7 @@ impl BondSender {
             local,
             srt_peer: Mutex::new(None),
             uplinks: uplinks.iter().map(|_| RwLock::new(None)).collect(),
+            problems: uplinks.iter().map(|_| Mutex::new(None)).collect(),
             trace,
         });
         let mut threads = Vec::new();
@@ -154,7 +157,11 @@ impl BondSender {
 
     /// Every uplink's state.
     pub fn status(&self) -> Vec<LinkStatus> {
-        self.shared.core().status()
+        let mut links = self.shared.core().status();
+        for (l, p) in links.iter_mut().zip(&self.shared.problems) {
+            l.problem.clone_from(&p.locked());
+        }
+        links
     }
 
     /// What the rate law reads of the bond ([`Sender::reading`]).
@@ -229,9 +236,11 @@ fn uplink_loop(shared: &Shared, n: usize, uplink: &Uplink, receiver: SocketAddr)
                 Ok(s) => {
                     tracing::info!(%uplink, local = ?s.local_addr().ok(), "uplink open");
                     *shared.uplinks[n].writing() = Some(Arc::new(s));
+                    *shared.problems[n].locked() = None;
                     warned = false;
                 }
                 Err(e) => {
+                    *shared.problems[n].locked() = Some(open_problem(uplink, &e));
                     if !warned {
                         tracing::warn!(%uplink, error = %e, "cannot open the uplink; trying again every second");
                         warned = true;
@@ -260,6 +269,17 @@ fn sleep_unless_stopped(shared: &Shared, total: Duration) {
     let until = Instant::now() + total;
     while !shared.stop.load(Ordering::Relaxed) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Why an uplink cannot be opened, in words: a missing interface is named as such (the kernel
+/// says "No such device").
+fn open_problem(uplink: &Uplink, e: &io::Error) -> String {
+    // ENODEV and EADDRNOTAVAIL on Linux.
+    match (uplink, e.raw_os_error()) {
+        (Uplink::Interface(_), Some(19)) => "no such network interface".into(),
+        (Uplink::Address(_), Some(99)) => "no interface has this address".into(),
+        _ => format!("cannot be opened: {e}"),
     }
 }
 
@@ -329,5 +349,24 @@ mod tests {
             let gap = pair[1].t - pair[0].t;
             assert!(gap >= 0.099, "lines {gap:.3} s apart");
         }
+    }
+
+    #[test]
+    fn an_uplink_on_a_missing_interface_says_so() {
+        let receiver = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9);
+        let uplinks = [Uplink::Interface("lo".into()), Uplink::Interface("nosuch9".into())];
+        let bond = BondSender::start(&uplinks, receiver, None).unwrap();
+        let end = Instant::now() + Duration::from_secs(5);
+        let problem = loop {
+            let st = bond.status();
+            if let Some(p) = st[1].problem.clone() {
+                assert_eq!(st[0].problem, None, "lo opens: {st:?}");
+                break p;
+            }
+            assert!(Instant::now() < end, "no problem said: {st:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(problem, "no such network interface");
+        assert_eq!(bond.status()[1].to_string(), "nosuch9: no such network interface");
     }
 }

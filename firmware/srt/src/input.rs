@@ -66,6 +66,9 @@ pub struct InputStatus {
     pub last_data_ms_ago: Option<u64>,
     /// The stream id the connected sender gave (`streamid=` in its URL), if any.
     pub stream_id: Option<String>,
+    /// The sender's address (the caller that came in, or the listener this input calls), kept
+    /// after it goes until another comes: who sent last.
+    pub sender: Option<String>,
 }
 
 /// Why an input could not be created.
@@ -101,6 +104,7 @@ impl SrtInput {
             bytes: 0,
             last_data_ms_ago: None,
             stream_id: None,
+            sender: None,
         };
         let (status_tx, status_rx) = watch::channel(initial);
         // A listener whose caller left listens again at once; a caller backs off.
@@ -178,7 +182,11 @@ impl Job for Worker {
         let ended = match self.url.mode {
             SrtMode::Listener => self.listen(control, attempts),
             SrtMode::Caller | SrtMode::Rendezvous => match dial(&self.url, control, false) {
-                Ok(Some((sock, _))) => self.receive(control, attempts, &sock, None),
+                Ok(Some((sock, to))) => {
+                    let to = to.to_string();
+                    self.status.send_modify(|s| s.sender = Some(to));
+                    self.receive(control, attempts, &sock, None)
+                }
                 Ok(None) => None,
                 Err(reason) => Some(reason),
             },
@@ -237,6 +245,7 @@ impl Worker {
         loop {
             if let Ok(Some((sock, addr))) = listener.accept() {
                 info!(input = %self.url.label(), sender = %addr.map(|a| a.to_string()).unwrap_or_default(), "SRT sender connected");
+                self.status.send_modify(|s| s.sender = addr.map(|a| a.to_string()));
                 return self.receive(control, attempt, &sock, Some(&*listener));
             }
             if control.stop_within(Duration::from_millis(20)) {
@@ -298,7 +307,10 @@ impl Worker {
                         let _ = epoll.add(&new);
                         self.cc.reset();
                         let stream_id = new.stream_id();
-                        self.status.send_modify(|s| s.stream_id = stream_id);
+                        self.status.send_modify(|s| {
+                            s.stream_id = stream_id;
+                            s.sender = addr.map(|a| a.to_string());
+                        });
                         replaced = Some(new);
                     }
                 } else if r.socket == current {

@@ -37,6 +37,8 @@ pub(super) struct MainLoop {
     pub(super) media: Option<Media>,
     pub(super) generation: u64,
     pub(super) last_sample: Option<MediaSample>,
+    /// When each link came into its state.
+    pub(super) link_since: crate::sample::SinceBook,
     pub(super) pending_restart: Vec<&'static str>,
     pub(super) screen: Screen,
     pub(super) pairing_requests: u64,
@@ -131,6 +133,7 @@ impl MainLoop {
         self.heartbeat.beat();
         let now = self.now_ms();
         let gpio = self.status_tx.borrow().gpio;
+        self.tally.set_bridge(config.role == Role::Bridge);
         let leds = crate::tally::panel(machine.leds(now), self.tally.pattern(now));
         let on_air = self.tally.status(now).on_air;
         self.shared.on_air.store(on_air, std::sync::atomic::Ordering::Relaxed);
@@ -148,7 +151,11 @@ impl MainLoop {
             gpio,
             media: self.last_sample.clone(),
             running: machine.state.running(),
-            links: last.map(MediaSample::link_views).unwrap_or_default(),
+            links: {
+                let mut views = last.map(MediaSample::link_views).unwrap_or_default();
+                crate::sample::stamp_since(&mut views, &mut self.link_since, unix_ms());
+                views
+            },
             uptime_s: self.started.elapsed().as_secs(),
             pending_restart: self.pending_restart.clone(),
             screen: self.screen.shown(),

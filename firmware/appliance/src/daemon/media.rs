@@ -135,7 +135,7 @@ pub(super) fn start_media(
                 peer: None,
                 echo: None,
                 peer_name: None,
-                preview: None,
+                preview: Some(shared.received.clone()),
                 on_air: Some(shared.on_air.clone()),
             };
             tokio::spawn(async move {

@@ -184,6 +184,7 @@ pub fn start(
         media: None,
         generation: 0,
         last_sample: None,
+        link_since: Vec::new(),
         pending_restart: Vec::new(),
         screen: Screen::default(),
         pairing_requests: 0,

@@ -143,6 +143,8 @@ struct DecoderRun {
     warned_stuck: bool,
     last_sample: Instant,
     last_frames: u64,
+    /// When the last second with a frame decoded ended (ms since the Unix epoch).
+    last_frame_unix_ms: Option<u64>,
     last_arrived: Arrived,
     /// Seconds the slate was shown.
     slate_s: u64,
@@ -208,6 +210,7 @@ impl DecoderRun {
             warned_stuck: false,
             last_sample: Instant::now(),
             last_frames: 0,
+            last_frame_unix_ms: None,
             last_arrived: Arrived::default(),
             slate_s: 0,
             problem: None,
@@ -275,6 +278,9 @@ impl DecoderRun {
             self.problem = found;
         }
         let fps = ((frames - self.last_frames) as f64 / secs * 10.0).round() / 10.0;
+        if frames > self.last_frames {
+            self.last_frame_unix_ms = Some(timecode::now_us() / 1000);
+        }
         self.last_frames = frames;
         self.heart.beat("making the sample");
         let display = &self.display;
@@ -286,7 +292,10 @@ impl DecoderRun {
         let sample = DecodeSample {
             t: (self.started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
             input: st,
-            decoder: decoder_stats(&self.decoder, counters, fps, self.problem.clone()),
+            decoder: DecoderStats {
+                last_frame_unix_ms: self.last_frame_unix_ms,
+                ..decoder_stats(&self.decoder, counters, fps, self.problem.clone())
+            },
             display: DisplayStats {
                 sink: self.options.sink.name().to_string(),
                 showing: if showing_slate { "slate" } else { "video" },
@@ -364,5 +373,6 @@ fn decoder_stats(decoder: &DecoderChoice, c: &DecoderCounters, fps: f64, problem
         width: c.width.load(Ordering::Relaxed),
         height: c.height.load(Ordering::Relaxed),
         problem,
+        last_frame_unix_ms: None,
     }
 }

@@ -174,6 +174,7 @@ pub fn input_status(
         bytes,
         last_data_ms_ago: since_data.map(|d| d.as_millis() as u64),
         stream_id: None,
+        sender: out.and_then(|o| o.per_caller.first().map(|(a, _)| a.clone())),
     }
 }
 

@@ -139,7 +139,7 @@ impl Pairing {
         let mut inner = self.lock();
         let record = inner.record.clone()?;
         if let Some(live) = telebridge_pairing::control::read_on_air(&record, data, unix_now()) {
-            return Some(PeerMessage::Live(live));
+            return Some(PeerMessage::Taken(live));
         }
         if !telebridge_pairing::control::is_farewell(&record, data, unix_now()) {
             warn!("a control message from the paired box that is neither its live state nor its farewell: ignored");
@@ -232,16 +232,17 @@ async fn announce(s: &AppState) {
 
 /// What the paired box said on the bridge's connection.
 enum PeerMessage {
-    /// It is live (its tally message), or not.
-    Live(bool),
+    /// It has this box's picture on air (its tally message), or not.
+    Taken(bool),
     /// It unpaired: the pairing it ended.
     Farewell(PairRecord),
 }
 
-/// This box's live state for the paired box's tally, when paired: the signed message.
-pub(crate) fn live_message(s: &AppState, live: bool) -> Option<Vec<u8>> {
+/// Whether this box has the paired box's picture on air, for its tally, when paired: the
+/// signed message.
+pub(crate) fn taken_message(s: &AppState, taken: bool) -> Option<Vec<u8>> {
     let record = s.pairing.lock().record.clone()?;
-    Some(telebridge_pairing::control::on_air(&record, live, unix_now()))
+    Some(telebridge_pairing::control::on_air(&record, taken, unix_now()))
 }
 
 /// `GET /api/pairing`.

@@ -6,7 +6,7 @@ use telebridge_pairing::store::Via;
 use telebridge_pairing::Reach;
 use tracing::{info, warn};
 
-use super::{announce, forget_mapping, live_message, open_code, PairingView, PeerMessage};
+use super::{announce, forget_mapping, open_code, taken_message, PairingView, PeerMessage};
 use crate::reach;
 use crate::AppState;
 
@@ -18,7 +18,7 @@ pub(crate) fn spawn_listener(s: &AppState) {
         loop {
             match rx.recv().await {
                 Ok(m) => match s.pairing.on_peer_message(&m) {
-                    Some(PeerMessage::Live(live)) => {
+                    Some(PeerMessage::Taken(live)) => {
                         let _ = s.daemon.commands().send(DaemonCommand::FarLive(live)).await;
                     }
                     Some(PeerMessage::Farewell(ended)) => {
@@ -34,8 +34,9 @@ pub(crate) fn spawn_listener(s: &AppState) {
     });
 }
 
-/// Tells the paired box four times a second whether this box is live, on the bridge's connection,
-/// for its tally light (the messages stop with the connection, and the far light goes out).
+/// Tells the paired box four times a second whether this box has its picture on air (this box's
+/// cue or mixer contact), on the bridge's connection, for its tally light (the messages stop with
+/// the connection, and the far light goes out).
 pub(crate) fn spawn_tally_sender(s: &AppState) {
     let s = s.clone();
     tokio::spawn(async move {
@@ -43,18 +44,15 @@ pub(crate) fn spawn_tally_sender(s: &AppState) {
         loop {
             tick.tick().await;
             let (running, live) = {
-                let st = s.daemon.status().borrow().clone();
-                let live = matches!(
-                    st.machine.state,
-                    telebridge_appliance::state::State::Live | telebridge_appliance::state::State::Degraded
-                );
-                (st.running, live)
+                let rx = s.daemon.status();
+                let st = rx.borrow();
+                (st.running, st.tally.takes_far)
             };
             let bridge = s.store.running().is_some_and(|c| c.role == telebridge_config::Role::Bridge);
             if !(running && bridge) {
                 continue;
             }
-            if let Some(message) = live_message(&s, live) {
+            if let Some(message) = taken_message(&s, live) {
                 if s.daemon.commands().send(DaemonCommand::ToPeer(message)).await.is_err() {
                     break;
                 }
