@@ -6,6 +6,7 @@ mod changes;
 pub mod config_store;
 pub mod daemon;
 pub mod decoder_stats;
+pub mod devices;
 mod error;
 pub mod logs;
 pub mod measure;

@@ -193,7 +193,22 @@ impl Config {
         let mut outputs = Vec::new();
         let mut listen_ports: Vec<u16> = Vec::new();
         for (i, o) in self.outputs.iter().enumerate() {
+            if let Some(n) =
+                o.name.as_deref().filter(|n| n.chars().count() > OUTPUT_NAME_MAX || n.contains(char::is_control))
+            {
+                p.add(
+                    &format!("outputs[{i}].name"),
+                    format!(
+                        "has {} characters; a name is at most {OUTPUT_NAME_MAX}, with no line breaks or control characters",
+                        n.chars().count()
+                    ),
+                );
+            }
             let field = format!("outputs[{i}].url");
+            if o.url.len() > OUTPUT_URL_MAX {
+                p.add(&field, format!("has {} characters; a URL is at most {OUTPUT_URL_MAX}", o.url.len()));
+                continue;
+            }
             if o.url.starts_with("srt://") {
                 match SrtUrl::parse(&o.url) {
                     Ok(u) => {
@@ -386,6 +401,11 @@ impl Config {
 
 /// The name an output goes by: the one given, or its label made unique (`label (2)`), since two
 /// RTMP outputs to one server differ only in their hidden keys.
+/// The longest output name: it is shown in the status, the logs and the metrics' labels.
+pub const OUTPUT_NAME_MAX: usize = 64;
+/// The longest output URL.
+pub const OUTPUT_URL_MAX: usize = 2048;
+
 fn name_for(given: &Option<String>, label: String, taken: &[(String, OutputSpec)]) -> String {
     if let Some(n) = given {
         return n.clone();
@@ -476,6 +496,17 @@ mod tests {
                     ]
                 },
                 "outputs[1].name: \"x\" is already the name of outputs[0]",
+            ),
+            (
+                |c| c.outputs = vec![OutputConfig { url: "srt://a:1".into(), name: Some("n".repeat(10_000)) }],
+                "outputs[0].name: has 10000 characters; a name is at most 64",
+            ),
+            (
+                |c| {
+                    c.outputs =
+                        vec![OutputConfig { url: format!("srt://a:1?streamid={}", "s".repeat(3000)), name: None }]
+                },
+                "outputs[0].url: has 3019 characters; a URL is at most 2048",
             ),
             (|c| c.role = "both".into(), "role: \"both\" is not one of encoder, decoder, bridge"),
             (|c| c.bridge.port = 0, "bridge.port: 0 is not a UDP port; use 1-65535"),

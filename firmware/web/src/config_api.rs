@@ -18,11 +18,26 @@ pub(crate) async fn get_config(State(s): State<AppState>) -> Result<Response, Ap
     Ok(Json(s.store.file().redacted()).into_response())
 }
 
+/// `GET /api/devices`: what the panel's menus offer (capture devices, sound cards, displays,
+/// network interfaces), read now.
+pub(crate) async fn devices(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let root = s.devices_root.clone();
+    let found = tokio::task::spawn_blocking(move || telebridge_appliance::devices::Devices::probe(&root)).await;
+    match found {
+        Ok(d) => Ok(Json(d).into_response()),
+        Err(e) => Err(ApiError::Internal { what: "cannot list the devices", detail: e.to_string() }),
+    }
+}
+
 pub(crate) async fn put_config(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let bytes = read_body(req, LARGE_BODY).await?;
-    let new: Config = match serde_json::from_slice(&bytes) {
+    let new: Config = match serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&bytes)) {
         Ok(c) => c,
-        Err(e) => return Err(ApiError::Invalid(vec![(String::new(), e.to_string())])),
+        Err(e) => {
+            let field = e.path().to_string();
+            let field = if field == "." { String::new() } else { field };
+            return Err(ApiError::Invalid(vec![(field, in_words(&e.into_inner().to_string()))]));
+        }
     };
     let running = s.store.file();
     let mut new = new.with_secrets_from(&running);
@@ -98,5 +113,68 @@ pub(crate) async fn restore_config(State(s): State<AppState>, req: Request) -> R
     match s.store.replace(new).await {
         Ok(_) => Ok(Json(json!({ "ok": true, "config": s.store.file().redacted() })).into_response()),
         Err(e) => Err(ApiError::from(e)),
+    }
+}
+
+/// A JSON reader's complaint about one field, in words a person reads under it ("invalid
+/// value: integer `-5`, expected u32 at line 1 column 127" becomes "-5 is not allowed: a whole
+/// number of 0 or more is needed"). What it does not know it keeps, without the position.
+fn in_words(message: &str) -> String {
+    let m = message.split(" at line ").next().unwrap_or(message);
+    let between = |s: &str| s.split('`').nth(1).map(str::to_string);
+    let unsigned = m.ends_with("expected u8")
+        || m.ends_with("expected u16")
+        || m.ends_with("expected u32")
+        || m.ends_with("expected u64");
+    let number = unsigned || m.ends_with("expected i32") || m.ends_with("expected i64");
+    if m.starts_with("invalid type: null") {
+        return if number { "empty: a number is needed".into() } else { "empty: a value is needed".into() };
+    }
+    if number && m.starts_with("invalid value: integer") {
+        let v = between(m).unwrap_or_default();
+        return if unsigned && v.starts_with('-') {
+            format!("{v} is not allowed: a whole number of 0 or more is needed")
+        } else {
+            format!("{v} is too large")
+        };
+    }
+    if number && m.starts_with("invalid type: floating point") {
+        let v = between(m).unwrap_or_default();
+        return format!("{v} is not a whole number");
+    }
+    if number && m.starts_with("invalid type: string") {
+        let v = m.split('"').nth(1).unwrap_or_default();
+        return format!("{v:?} is not a number");
+    }
+    if m.starts_with("invalid type:") && m.ends_with("expected a boolean") {
+        return "must be true or false".into();
+    }
+    m.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_words;
+
+    #[test]
+    fn a_wrong_number_is_said_in_words() {
+        let said = |json: &str| {
+            let mut d = serde_json::Deserializer::from_str(json);
+            let e = serde_path_to_error::deserialize::<_, telebridge_config::Config>(&mut d).unwrap_err();
+            (e.path().to_string(), in_words(&e.into_inner().to_string()))
+        };
+        let (field, words) = said(r#"{"video": {"bitrate_kbps": -5}}"#);
+        assert_eq!(
+            (field.as_str(), words.as_str()),
+            ("video.bitrate_kbps", "-5 is not allowed: a whole number of 0 or more is needed")
+        );
+        assert_eq!(said(r#"{"video": {"width": null}}"#).1, "empty: a number is needed");
+        assert_eq!(said(r#"{"video": {"fps": 2.5}}"#).1, "2.5 is not a whole number");
+        assert_eq!(said(r#"{"video": {"fps": "ten"}}"#).1, "\"ten\" is not a number");
+        assert_eq!(said(r#"{"video": {"width": 99999999999}}"#).1, "99999999999 is too large");
+        let (field, words) = said(r#"{"outputs": [{"url": "srt://a:1", "nmae": "x"}]}"#);
+        assert_eq!(field, "outputs[0].nmae");
+        assert!(words.starts_with("unknown field `nmae`, expected"), "{words}");
+        assert!(!words.contains("line 1"), "{words}");
     }
 }

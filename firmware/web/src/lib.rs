@@ -60,6 +60,8 @@ pub struct AppState {
     pub pairing: Arc<Pairing>,
     /// The boxes on the local network, and this box's announcement.
     pub nearby: Arc<Nearby>,
+    /// Where the box's devices are read (`/`; a made-up tree in tests).
+    pub devices_root: Arc<std::path::PathBuf>,
 }
 
 impl AppState {
@@ -103,6 +105,7 @@ impl AppState {
             history: Arc::new(History::default()),
             pairing,
             nearby,
+            devices_root: Arc::new("/".into()),
         };
         state.spawn_history();
         nearby::spawn_keeper(&state);
@@ -165,6 +168,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/pairing/open", post(pairing::open))
         .route("/api/pairing/join", post(pairing::join))
         .route("/api/discovered", get(nearby::discovered))
+        .route("/api/devices", get(config_api::devices))
         .route_layer(mw::from_fn_with_state(state.clone(), middleware::require_session));
     let mut r = open.merge(protected);
     if state.daemon.sim().is_some() {

@@ -50,6 +50,11 @@ fn config(dir: &std::path::Path) -> Config {
 }
 
 async fn start() -> Box_ {
+    start_with(None).await
+}
+
+/// As [`start`], the box's devices read under `devices` (a made-up tree) when given.
+async fn start_with(devices: Option<std::path::PathBuf>) -> Box_ {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("telebridge.toml");
     let file = config(dir.path());
@@ -60,7 +65,10 @@ async fn start() -> Box_ {
             .unwrap();
     let identity: Overrides = Arc::new(|c| c);
     let store = Arc::new(ConfigStore::new(Some(path), file, identity, handle.commands.clone()));
-    let state = AppState::new(handle.clone(), store);
+    let mut state = AppState::new(handle.clone(), store);
+    if let Some(root) = devices {
+        state.devices_root = Arc::new(root);
+    }
     Box_ { app: router(state), daemon: handle, dir, cookie: None }
 }
 
@@ -438,6 +446,7 @@ async fn the_openapi_document_names_every_endpoint() {
         ("/api/pair/hello", "post"),
         ("/api/pair/confirm", "post"),
         ("/api/preview-received.jpg", "get"),
+        ("/api/devices", "get"),
     ];
     for (path, method) in routes {
         assert!(doc["paths"][path][method].is_object(), "{method} {path} is not documented");
@@ -612,4 +621,100 @@ async fn api_answers_are_never_cached() {
         let cc = resp.headers().get(header::CACHE_CONTROL).map(|v| v.to_str().unwrap().to_string());
         assert_eq!(cc.as_deref(), Some("no-store"), "{uri}");
     }
+}
+
+/// Issue 58: what the API saves, the box runs. Configurations made of the panel's choices (what
+/// `/api/devices` lists, read from a made-up Pi) and of what a person might type instead (a
+/// source `hdmi`, a negative bitrate, an empty width, a long name, a bond over a missing
+/// interface), 300 of them: each the API accepts passes `telebridge config check`'s own reading
+/// (load the saved file, validate it); each it refuses leaves the file as it was, byte for byte,
+/// and names a field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_configuration_the_api_saves_passes_config_check() {
+    // A made-up Pi: a TC358743 on unicam, a USB headset, HDMI, two uplinks.
+    let pi = tempfile::tempdir().unwrap();
+    for (p, text) in [
+        ("sys/class/video4linux/video0/name", "unicam-image"),
+        ("sys/class/video4linux/video0/index", "0"),
+        ("proc/device-tree/model", "Raspberry Pi 4 Model B"),
+        ("proc/asound/cards", " 0 [Headset        ]: USB-Audio - Plantronics Headset\n"),
+        ("dev/dri/card0", ""),
+        ("sys/class/net/eth0/operstate", "up"),
+        ("sys/class/net/wwan0/operstate", "down"),
+    ] {
+        let path = pi.path().join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let mut b = start_with(Some(pi.path().to_path_buf())).await;
+    b.set_up().await;
+    let (s, body) = b.call("GET", "/api/devices", None, &[]).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let devices: Value = serde_json::from_str(&body).unwrap();
+    let menu = |key: &str| -> Vec<Value> {
+        devices[key].as_array().unwrap().iter().map(|c| c["value"].clone()).collect::<Vec<_>>()
+    };
+    let (video, audio, sinks, talk_in, talk_out) =
+        (menu("video_sources"), menu("audio_sources"), menu("video_sinks"), menu("talk_sources"), menu("talk_outputs"));
+    assert_eq!(video, [json!("test"), json!("v4l2:/dev/video0"), json!("libcamera")], "{devices}");
+    assert!(audio.contains(&json!("alsa:hw:CARD=Headset")) && sinks.contains(&json!("kms")), "{devices}");
+    let path = b.dir.path().join("telebridge.toml");
+    let mut seed: u64 = 0x5eed_cafe;
+    let mut pick = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for case in 0..300 {
+        let (_, body) = b.call("GET", "/api/config", None, &[]).await;
+        let mut c: Value = serde_json::from_str(&body).unwrap();
+        // Each field: one of the menu's choices, or (one time in eight) something typed instead.
+        let mut either = |good: &[Value], bad: &[Value]| {
+            if pick(8) == 0 {
+                bad[pick(bad.len())].clone()
+            } else {
+                good[pick(good.len())].clone()
+            }
+        };
+        c["role"] = either(&[json!("encoder"), json!("decoder"), json!("bridge")], &[json!("both")]);
+        c["video"]["source"] = either(&video, &[json!("hdmi"), json!("v4l2:"), json!("")]);
+        c["audio"]["source"] = either(&audio, &[json!("mic"), json!("alsa:")]);
+        c["decoder"]["sink"] = either(&sinks, &[json!("hdmi")]);
+        c["talkback"]["source"] = either(&talk_in, &[json!("usb")]);
+        c["talkback"]["output"] = either(&talk_out, &[json!("speaker")]);
+        c["video"]["bitrate_kbps"] = either(&[json!(4000), json!(800)], &[json!(-5), json!(null), json!(60000)]);
+        c["video"]["width"] = either(&[json!(1280), json!(640)], &[json!(0), json!(null), json!(641)]);
+        let name = either(&[json!("studio"), json!("uplink 2")], &[json!("n".repeat(10_000)), json!("a\nb")]);
+        let url = either(
+            &[
+                json!("srt://192.0.2.1:9000?passphrase=****&pbkeylen=32"),
+                json!("srt://:9100?mode=listener"),
+                json!("srt://192.0.2.9:5000?bond=eth0,wwan0"),
+                json!("rtmp://live.example/app/****"),
+            ],
+            &[json!("srt://192.0.2.1:9000?latency=9000"), json!("udp://192.0.2.1:1")],
+        );
+        c["outputs"] = json!([{ "url": url, "name": name }]);
+        let before = std::fs::read(&path).unwrap();
+        let (s, body) = b.write("PUT", "/api/config", c.clone()).await;
+        if s == StatusCode::OK {
+            accepted += 1;
+            let saved = telebridge_config::load(&path).unwrap_or_else(|e| panic!("case {case}: {e}\n{c}"));
+            if let Err(e) = saved.validate() {
+                panic!("case {case}: the API saved what config check refuses: {e}\n{c}");
+            }
+        } else {
+            refused += 1;
+            assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "case {case}: {body}");
+            let v: Value = serde_json::from_str(&body).unwrap();
+            let errors = v["errors"].as_array().unwrap_or_else(|| panic!("case {case}: {body}"));
+            assert!(errors.iter().all(|e| !e["message"].as_str().unwrap_or("").contains("line 1")), "{body}");
+            assert!(errors.iter().any(|e| !e["field"].as_str().unwrap_or("").is_empty()), "case {case}: {body}");
+            assert_eq!(std::fs::read(&path).unwrap(), before, "case {case}: a refused save changed the file");
+        }
+    }
+    eprintln!("{accepted} configurations saved and checked, {refused} refused with the file unchanged");
+    assert!(accepted >= 20 && refused >= 100, "{accepted} accepted, {refused} refused: the cases do not reach both");
 }
