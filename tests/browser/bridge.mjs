@@ -16,9 +16,11 @@ const extra = '[talkback]\nsource = "test"\noutput = "none"\n';
 const a = await startBox(bin, 'studio-a', { children, logs, extra });
 const b = await startBox(bin, 'studio-b', { children, logs, extra });
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+let pa = null;
+let pb = null;
 try {
-  const pa = await openPanel(browser, a, artifacts, 'bridge');
-  const pb = await openPanel(browser, b, artifacts, 'bridge');
+  pa = await openPanel(browser, a, artifacts, 'bridge');
+  pb = await openPanel(browser, b, artifacts, 'bridge');
   check(true, 'both panels set up, on their Pair pages, not paired');
 
   // A shows a code.
@@ -58,21 +60,47 @@ try {
     await p.click('nav a[data-page=status]');
     await p.click('#live-button');
   }
-  for (const p of [pa, pb]) {
-    await p.waitForSelector('#input-format:text("receiving 640x360")', { timeout: 30000 });
-    await p.waitForSelector('#outputs-list li:text("peer")');
+  for (const [p, far] of [[pa, 'studio-b'], [pb, 'studio-a']]) {
+    await p.waitForSelector('#input-format:text("Received 640x360")', { timeout: 30000 });
+    await p.waitForSelector(`#outputs-list li:has-text("Connection to ${far}")`);
+    await p.waitForSelector(`#received-caption:text("From ${far}")`);
   }
-  check(true, 'each box receives the other\'s picture (640x360), its connection to the peer listed');
+  check(true, 'each box receives the other\'s picture (640x360), its connection to the paired box listed by its name');
   await waitFor('the preview on A', () => pa.evaluate(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }), 10000);
   await waitFor('the paired box\'s picture on A', () => pa.evaluate(() => { const i = document.querySelector('#received'); return !i.hidden && i.naturalWidth === 320; }), 10000);
   check(true, 'A\'s status page shows both pictures: what it sends and what arrives from B');
   // Each box reads the lip sync of the picture and sound it receives from the other's marks.
   for (const [p, name] of [[pa, 'A'], [pb, 'B']]) {
-    await waitFor(`lip sync on ${name}`, () => p.evaluate(() => /^Glass to glass \d+ ms; sound (\d+ ms (behind|ahead of)|with) the picture$/.test(document.querySelector('#sync').textContent)), 15000);
+    await waitFor(`lip sync on ${name}`, () => p.evaluate(() => /^Sound (\d+ ms (behind|ahead of)|with) the picture$/.test(document.querySelector('#sync').textContent)), 15000);
   }
   check(true, `each box shows the sound's offset from the picture it receives: "${await pa.textContent('#sync')}"`);
+  // The bridge's figures, each with its own name: the round trip glass to glass, one way, the
+  // SRT latency chosen and the network RTT (issue 58: the round trip was not on Status).
+  const figure = (p, term) => p.evaluate((t) => {
+    const dt = [...document.querySelectorAll('#figures dt')].find((d) => d.textContent === t);
+    return dt ? dt.nextElementSibling.firstChild.textContent : null;
+  }, term);
+  await waitFor('the round trip on A', async () => /^\d+ ms$/.test(await figure(pa, 'Round trip, glass to glass')), 20000);
+  const terms = await pa.$$eval('#figures dt', (d) => d.map((x) => x.textContent));
+  check(new Set(terms).size === terms.length && ['One way, glass to glass', 'SRT latency chosen', 'Network RTT'].every((t) => terms.includes(t)),
+    `A's figures each named once: ${terms.map((t) => `${t}`).join(', ')}; round trip ${await figure(pa, 'Round trip, glass to glass')}, one way ${await figure(pa, 'One way, glass to glass')}, SRT latency ${await figure(pa, 'SRT latency chosen')}, network RTT ${await figure(pa, 'Network RTT')}`);
+  // Both pictures at 16:9, the picture inside its true shape.
+  for (const id of ['#preview', '#received']) {
+    const r = await pa.$eval(id, (i) => { const b = i.getBoundingClientRect(); return [b.width, b.height, i.naturalWidth, i.naturalHeight]; });
+    check(Math.abs(r[0] / r[1] - 16 / 9) < 0.02 && Math.abs(r[2] / r[3] - 16 / 9) < 0.02, `${id} on A is 16:9: ${r[0].toFixed(0)}x${r[1].toFixed(0)} showing ${r[2]}x${r[3]}`);
+  }
   await pa.shot('4-live');
   await pb.shot('4-live');
+
+  // Tally: B's operator puts A on air from B's panel; A's panel says B has its picture on air.
+  await pb.click('#tally-button');
+  await pa.waitForSelector('#tally:text("On air: studio-b has this box\'s picture on air")', { timeout: 5000 });
+  await pb.waitForSelector('#tally-button:text("Take studio-a off air")');
+  check(true, 'B puts A on air: A says "On air: studio-b has this box\'s picture on air"; B offers to take it off');
+  await pa.shot('5-on-air');
+  await pb.click('#tally-button');
+  await waitFor('A off air', () => pa.$eval('#tally', (t) => t.hidden), 5000);
+  check(true, 'B takes A off air: A\'s on-air line goes');
 
   // Push to talk: A holds its talk button; B's panel says A is talking; A lets go.
   const talk = await pa.$('#talk-button');
@@ -88,17 +116,33 @@ try {
   await waitFor('B hears A stop', async () => (await pb.textContent('#talk-state')) === '', 5000);
   check(true, 'A lets go: B hears nothing more');
 
-  // B unpairs from its panel; A hears it and says who ended it.
+  // B stops: A's picture from B is marked as stopped, not left frozen without a word.
+  await pb.click('#live-button');
+  await pa.waitForSelector('#received-mark:text("Stopped moving at")', { timeout: 15000 });
+  const stale = await pa.textContent('#received-mark');
+  check(/^Stopped moving at \d\d:\d\d:\d\d$/.test(stale), `B stops: A marks B's picture "${stale}" (24-hour clock)`);
+  await pa.shot('6-far-stopped');
+  // B live again: the mark goes when B's picture moves again.
+  await pb.click('#live-button');
+  await pa.waitForSelector('#received-mark', { state: 'hidden', timeout: 30000 });
+  check(true, 'B live again: the mark is gone');
+
+  // B unpairs from its panel, after saying yes to the question; A hears it and says who ended it.
   await pb.click('nav a[data-page=pair]');
+  let asked = '';
+  pb.once('dialog', (d) => { asked = d.message(); d.accept(); });
   await pb.click('#unpair');
+  await waitFor('the question', () => asked !== '', 5000);
+  check(asked.startsWith('This box is live with studio-a: unpairing stops the pictures both ways now'), `unpairing on air asks first: "${asked}"`);
   await pb.waitForSelector('#pair-state:text("Not paired")');
   await pa.click('nav a[data-page=pair]');
   await pa.waitForSelector('#pair-last:text("studio-b unpaired this box")', { timeout: 10000 });
   check(true, 'unpaired on B, A says studio-b ended it');
-  await pa.shot('6-unpaired');
+  await pa.shot('7-unpaired');
 } catch (e) {
   failed = true;
   console.error(e.message);
+  for (const p of [pa, pb]) if (p) await p.shot('failed').catch(() => {});
   for (const [n, l] of Object.entries(logs)) console.error(`${n} log:\n${l.slice(-2500)}`);
 } finally {
   await browser.close();

@@ -30,7 +30,11 @@ pub(crate) async fn healthz(State(s): State<AppState>) -> Result<Response, ApiEr
 
 pub(crate) async fn status(State(s): State<AppState>) -> Result<Response, ApiError> {
     let st = s.daemon.status().borrow().clone();
-    Ok(Json(st).into_response())
+    // The box's clock now: the panel reads "since" and "last frame" times against it, not
+    // against the browser's clock, which may be off.
+    let mut v = serde_json::to_value(&st).unwrap_or_default();
+    v["now_unix_ms"] = json!(unix_ms());
+    Ok(Json(v).into_response())
 }
 
 #[derive(Deserialize)]
@@ -136,7 +140,7 @@ pub(crate) async fn events(
                     let data = json!({
                         "state": state, "running": st.running, "leds": st.led_patterns, "media": st.media,
                         "links": st.links, "alerts": st.alerts, "input": st.input, "tally": st.tally, "talk": st.talk,
-                        "row": history.latest_line(),
+                        "row": history.latest_line(), "now_unix_ms": unix_ms(),
                     });
                     let ev = SseEvent::default().event("sample").json_data(&data).unwrap_or_default();
                     return Some((Ok(ev), (rx, history, last_state, last_sample)));
@@ -235,6 +239,11 @@ pub(crate) async fn metrics_handler(
     }
     let st = s.daemon.status().borrow().clone();
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics::render(&st)).into_response())
+}
+
+/// Milliseconds since the Unix epoch on the box's clock.
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@ pub(crate) const PANEL: &[(&str, &str, &str)] = &[
     ("/", "text/html; charset=utf-8", include_str!("../../../web-ui/index.html")),
     ("/app.js", "text/javascript; charset=utf-8", include_str!("../../../web-ui/app.js")),
     ("/app.css", "text/css; charset=utf-8", include_str!("../../../web-ui/app.css")),
+    ("/status.js", "text/javascript; charset=utf-8", include_str!("../../../web-ui/status.js")),
+    ("/settings.js", "text/javascript; charset=utf-8", include_str!("../../../web-ui/settings.js")),
     (
         "/vendor/uPlot.iife.min.js",
         "text/javascript; charset=utf-8",

@@ -201,7 +201,12 @@ pub(crate) fn add_jpeg_branch(
     let rate = gst::ElementFactory::make("videorate").property("drop-only", true).property("max-rate", 1i32).build()?;
     let scale = make("videoscale", "gstreamer1.0-plugins-base")?;
     let convert = make("videoconvert", "gstreamer1.0-plugins-base")?;
-    let mut caps = gst::Caps::builder("video/x-raw").field("format", "I420").field("width", PREVIEW_WIDTH as i32);
+    // Square pixels: with no height given, videoscale keeps the picture's shape (without it, it
+    // kept the height and stretched the pixels: a 640x360 picture came out 320x360).
+    let mut caps = gst::Caps::builder("video/x-raw")
+        .field("format", "I420")
+        .field("width", PREVIEW_WIDTH as i32)
+        .field("pixel-aspect-ratio", gst::Fraction::new(1, 1));
     if let Some(h) = height {
         caps = caps.field("height", h.max(2) as i32);
     }
