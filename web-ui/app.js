@@ -10,7 +10,9 @@ async function api(method, path, body) {
     opts.headers['content-type'] = 'application/json';
     opts.body = JSON.stringify(body);
   }
-  const r = await fetch(path, opts);
+  // A box that does not answer (rebooting, unplugged) is said so, not thrown.
+  const r = await fetch(path, opts).catch(() => null);
+  if (!r) return { status: 0, data: { error: 'the box does not answer: is it on and on the network?' } };
   let data = null;
   try { data = await r.json(); } catch (_) { /* empty body */ }
   return { status: r.status, data };

@@ -177,10 +177,13 @@ function outputCard(view, out, now, s) {
   const since = view.since_unix_ms ? ` since ${hms(view.since_unix_ms)} (${ago(now - view.since_unix_ms)})` : '';
   li.append(el('div', { class: 'out-head' }, el('strong', {}, name), ' ',
     el('span', { class: `badge b-${state}` }, OUTPUT_WORDS[state] || state), el('span', { class: 'hint' }, since)));
-  if (view.reason) li.append(el('div', { class: state === 'live' ? 'warn' : 'why' }, view.reason));
+  if (view.reason) li.append(el('div', { class: 'warn' }, view.reason));
   if (out) {
     const parts = [];
-    if (out.kind === 'srt') {
+    // A connection's figures while it is up; a link that is down shows none of its last ones.
+    if (state !== 'live') {
+      // Nothing but the reconnects, below.
+    } else if (out.kind === 'srt') {
       const st = out.srt;
       parts.push(`${mbps(st.send_rate_mbps)} sent`);
       if (st.acks_received > 0) parts.push(`RTT ${Math.round(st.rtt_ms)} ms`);
@@ -192,7 +195,7 @@ function outputCard(view, out, now, s) {
       parts.push(`${(out.bytes_written / 1e6).toFixed(1)} MB written`);
     }
     if (out.reconnects) parts.push(`${out.reconnects} reconnects`);
-    li.append(el('div', { class: 'nums' }, parts.join(' · ')));
+    if (parts.length) li.append(el('div', { class: 'nums' }, parts.join(' · ')));
   }
   if (view.latency) li.append(el('div', { class: 'hint latency-why' }, view.latency));
   for (const u of view.uplinks || []) li.append(el('div', { class: 'hint uplink' }, u));

@@ -91,6 +91,20 @@ try {
   }
   await pa.shot('4-live');
   await pb.shot('4-live');
+  // The same page on a phone (390x844): both pictures and the figures, nothing wider than it.
+  {
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const phone = await ctx.newPage();
+    await phone.goto(a.base);
+    await phone.fill('#login-form [name=password]', 'panel password');
+    await phone.click('#login-form button');
+    await phone.waitForSelector('#figures dt:text("Round trip, glass to glass")', { timeout: 10000 });
+    await waitFor('both pictures on the phone', () => phone.evaluate(() => ['#preview', '#received'].every((id) => { const i = document.querySelector(id); return !i.hidden && i.naturalWidth === 320; })), 10000);
+    const over = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(over <= 0, `A's status on a phone: both pictures and the round trip, nothing wider than the screen (${over} px over)`);
+    await phone.screenshot({ path: `${artifacts}/bridge-phone-studio-a-4-live.png`, fullPage: true });
+    await ctx.close();
+  }
 
   // Tally: B's operator puts A on air from B's panel; A's panel says B has its picture on air.
   await pb.click('#tally-button');

@@ -32,15 +32,16 @@ export async function waitFor(what, fn, ms = 15000) {
   }
 }
 
-// A bridge box named `name`: its own directory and configuration (`extra` appended), started
-// with `bin` (under `wrap`, e.g. `ip netns exec NS`), its panel on `listen` and reached at `host`. Returns its
-// panel's URL, port and setup code; its process goes into `children`, its output into `logs`.
-export async function startBox(bin, name, { children, logs, wrap = [], listen = '127.0.0.1', host = '127.0.0.1', extra = '' }) {
+// A box named `name` (a bridge unless `role` says): its own directory and configuration (`extra`
+// appended), started with `bin` (under `wrap`, e.g. `ip netns exec NS`), its panel on `listen` and
+// reached at `host`. Returns its panel's URL, port, setup code, configuration file and process;
+// its process goes into `children`, its output into `logs`.
+export async function startBox(bin, name, { children, logs, wrap = [], listen = '127.0.0.1', host = '127.0.0.1', extra = '', role = 'bridge' }) {
   const dir = mkdtempSync(join(tmpdir(), `tb-${name}-`));
   const http = await freePort();
   const srt = await freePort();
   const config = join(dir, 'telebridge.toml');
-  writeFileSync(config, `name = "${name}"\nrole = "bridge"\n[video]\nwidth = 640\nheight = 360\nfps = 25\nbitrate_kbps = 800\n[bridge]\nport = ${srt}\nport_mapping = false\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n${extra}`);
+  writeFileSync(config, `name = "${name}"\nrole = "${role}"\n[video]\nwidth = 640\nheight = 360\nfps = 25\nbitrate_kbps = 800\n[bridge]\nport = ${srt}\nport_mapping = false\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n${extra}`);
   const argv = [...wrap, bin, 'run', '--sim', '--http', `${listen}:${http}`, '--config', config];
   const c = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   logs[name] = '';
@@ -51,7 +52,7 @@ export async function startBox(bin, name, { children, logs, wrap = [], listen = 
   await waitFor(`${name} answers`, async () => (await fetch(`${base}/healthz`)).ok);
   await waitFor(`${name}'s setup code file`, () => existsSync(join(dir, 'setup.txt')));
   const code = readFileSync(join(dir, 'setup.txt'), 'utf8').trim().split(' ').pop();
-  return { name, base, http, code };
+  return { name, base, http, code, config, process: c };
 }
 
 // The box's panel in a fresh context, its password set with the setup code, on its Pair page;

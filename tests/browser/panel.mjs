@@ -1,7 +1,7 @@
 // The panel in a real browser (Debian's Chromium through playwright-core): first-run setup with
 // the setup code, log in, change the bitrate and save, see a validation message next to its
 // field, go live, watch the link graph gain points, send an update bundle and read the helper's
-// answer; on a desktop and on a 375 px phone.
+// answer; on a desktop (1280x800) and on a phone (390x844).
 // Screenshots go to $ARTIFACTS (default target/browser-artifacts).
 //
 //   TELEBRIDGE=target/debug/telebridge node tests/browser/panel.mjs
@@ -70,7 +70,7 @@ const code = readFileSync(join(dir, 'setup.txt'), 'utf8').trim().split(' ').pop(
 
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
 try {
-  for (const [label, viewport] of [['desktop', { width: 1280, height: 900 }], ['phone', { width: 375, height: 740 }]]) {
+  for (const [label, viewport] of [['desktop', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]]) {
     const ctx = await browser.newContext({ viewport });
     const page = await ctx.newPage();
     const shot = (name) => page.screenshot({ path: join(artifacts, `${label}-${name}.png`), fullPage: true });

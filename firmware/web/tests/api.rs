@@ -335,9 +335,14 @@ async fn the_panel_is_served_small_and_self_contained() {
     let (s, html) = b.call("GET", "/", None, &[]).await;
     assert_eq!(s, StatusCode::OK);
     assert!(html.contains("<script src=\"/app.js\"></script>"));
-    for (path, _) in
-        [("/app.js", ()), ("/app.css", ()), ("/vendor/uPlot.iife.min.js", ()), ("/vendor/uPlot.min.css", ())]
-    {
+    for (path, _) in [
+        ("/app.js", ()),
+        ("/status.js", ()),
+        ("/settings.js", ()),
+        ("/app.css", ()),
+        ("/vendor/uPlot.iife.min.js", ()),
+        ("/vendor/uPlot.min.css", ()),
+    ] {
         assert_eq!(b.call("GET", path, None, &[]).await.0, StatusCode::OK, "{path}");
     }
     // Nothing from the internet, and well under 300 KB in all.
