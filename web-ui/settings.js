@@ -236,7 +236,8 @@ function renderSettings() {
   const role = loadedConfig.role;
   const box = $('#settings-fields');
   box.textContent = '';
-  $('#settings-role-note').textContent = `Showing what a ${role} uses. Change Role and save to see another role's settings; the others are kept.`;
+  const article = role === 'encoder' ? 'an' : 'a';
+  $('#settings-role-note').textContent = `Showing what ${article} ${role} uses. Change Role and save to see another role's settings; the others are kept.`;
   for (const [key, title, fields] of SECTIONS) {
     const shown = fields.filter((f) => f[4].includes(role));
     if (!shown.length) continue;

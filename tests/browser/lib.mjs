@@ -58,7 +58,7 @@ export async function startBox(bin, name, { children, logs, wrap = [], listen = 
 // The box's panel in a fresh context, its password set with the setup code, on its Pair page;
 // `page.shot(what)` saves a screenshot as `${prefix}-${box}-${what}.png` in `artifacts`.
 export async function openPanel(browser, box, artifacts, prefix) {
-  const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await ctx.newPage();
   page.shot = (what) => page.screenshot({ path: join(artifacts, `${prefix}-${box.name}-${what}.png`), fullPage: true });
   await page.goto(box.base);

@@ -64,11 +64,20 @@ async function panel(browser, box, label, viewport, fresh) {
   await page.goto(box.base);
   if (fresh) {
     await page.waitForSelector('#page-setup:not([hidden])');
-    check(await page.$eval('#nav', (n) => getComputedStyle(n).display === 'none'), `${label}: no menu on the setup page`);
+    check(await page.$eval('#nav', (n) => getComputedStyle(n).display === 'none'), `${label}: no menu on ${box.name}'s setup page`);
     await page.shot('0-setup');
     await page.fill('#setup-form [name=code]', box.code.replace('-', ''));
     await page.fill('#setup-form [name=password]', 'panel password');
     await page.click('#setup-form button');
+    await page.waitForSelector('#page-status:not([hidden])');
+    // Another browser now meets the login page, with no menu either.
+    const other = await browser.newContext({ viewport });
+    const login = await other.newPage();
+    await login.goto(box.base);
+    await login.waitForSelector('#page-login:not([hidden])');
+    check(await login.$eval('#nav', (n) => getComputedStyle(n).display === 'none'), `${label}: no menu on the login page`);
+    await login.screenshot({ path: join(artifacts, `roles-${label}-${box.name}-0-login.png`), fullPage: true });
+    await other.close();
   } else {
     await page.waitForSelector('#page-login:not([hidden])');
     check(await page.$eval('#nav', (n) => getComputedStyle(n).display === 'none'), `${label}: no menu on the login page`);
