@@ -1,6 +1,6 @@
 //! Adaptive bitrate on changing links: our encoder through the link emulator, with the same
 //! seeded capacity traces, three ways: a fixed bitrate, belacoder's rule (the baseline, in
-//! `belacoder.rs`) and ours (`telebridge_appliance::rate::Adaptive`, as configured by default,
+//! `belacoder.rs`) and ours (`telebridge_rate::Adaptive`, as configured by default,
 //! and with the frame rate halved under its floor, to choose that setting's default). The
 //! encoder runs in this process (so the baseline can drive it), the link emulator too, our
 //! decoder in its own; per run: the frames a viewer does not see (lost for good at the receiver,
@@ -20,8 +20,8 @@ use telebridge_sync::Locked;
 
 use anyhow::Context;
 use linkemu::{CapacityTrace, Impairment, LinkParams};
-use telebridge_appliance::rate::{Bounds, LawFactory, RateLaw};
 use telebridge_appliance::{RunOptions, StatsSample};
+use telebridge_rate::{Bounds, LawFactory, RateLaw};
 
 use crate::plot::{self, Series};
 use report::{figures, Figures};

@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use telebridge_appliance::rate::{Bounds, LinkSample, RateDecision, RateLaw, Why, PACKET_BYTES};
+use telebridge_rate::{Bounds, LinkSample, RateDecision, RateLaw, Why, PACKET_BYTES};
 
 /// belacoder's step (`BITRATE_UPDATE_INT`).
 pub const STEP: Duration = Duration::from_millis(20);

@@ -29,7 +29,7 @@ pub(super) fn spawn_link_log(
             let t = start.elapsed();
             let line = serde_json::json!({
                 "t": t.as_secs_f64(),
-                "unix_s": telebridge_appliance::rate::unix_seconds(),
+                "unix_s": telebridge_rate::unix_seconds(),
                 "capacity_kbps": trace.rate_at(t),
                 "forward": forward.snapshot(),
             });

@@ -99,7 +99,7 @@ fn worst_recovery(seconds: &[Second], drops: &[f64]) -> Option<f64> {
     let mut worst: Option<f64> = None;
     for &d in drops.iter().filter(|&&d| end - d >= RECOVERY_ROOM_S) {
         let after: Vec<&Second> = seconds.iter().filter(|s| s.t >= d).collect();
-        let stream = |video: f64| (video + 128.0) * telebridge_appliance::rate::TS_OVERHEAD;
+        let stream = |video: f64| (video + 128.0) * telebridge_rate::TS_OVERHEAD;
         let ok = |s: &Second, prev: u64| s.missing == prev && stream(s.chosen_kbps) <= s.capacity_kbps;
         let mut found = None;
         for i in 0..after.len() {

@@ -11,7 +11,7 @@ mod error;
 pub mod logs;
 pub mod measure;
 pub mod outputs;
-pub mod rate;
+pub(crate) use telebridge_rate as rate;
 pub mod roles;
 pub mod sample;
 pub mod sd_notify;

@@ -189,9 +189,15 @@ impl EncoderRun {
                         Some(p) => format!("{name} {p}"),
                         None => name.clone(),
                     };
-                    let sample = crate::rate::LinkSample::from(&st);
+                    let sample = link_sample(&st);
                     let sample = match bond {
-                        Some(b) => sample.bonded(&b),
+                        Some(b) => sample.bonded(
+                            b.delivered_ahead,
+                            crate::rate::BondView {
+                                queue_ms: b.queue.map(|q| q.as_secs_f64() * 1000.0),
+                                lost_share: b.lost_share,
+                            },
+                        ),
                         None => sample,
                     };
                     (key, sample)
@@ -342,7 +348,34 @@ impl EncoderRun {
 }
 
 /// Paces every SRT output as the rate control says.
-fn pace(outputs: &[Running], pacing: telebridge_srt::output::Pacing) {
+/// libsrt's counters of one connection as the rate law reads them.
+fn link_sample(s: &telebridge_srt::SrtStats) -> crate::rate::LinkSample {
+    crate::rate::LinkSample {
+        rtt_ms: s.rtt_ms,
+        send_buffer_ms: s.send_buffer_ms as f64,
+        send_buffer_packets: s.send_buffer_packets,
+        flight_packets: s.flight_packets,
+        packets_sent: s.packets_sent,
+        packets_retransmitted: s.packets_retransmitted,
+        bytes_sent: s.bytes_sent,
+        bytes_retransmitted: s.bytes_retransmitted,
+        packets_dropped: s.packets_dropped,
+        packets_lost: s.packets_lost,
+        bandwidth_mbps: s.bandwidth_mbps,
+        send_rate_mbps: s.send_rate_mbps,
+        acks_received: s.acks_received,
+        latency_ms: s.negotiated_latency_ms as f64,
+        delivered_ahead: 0,
+        bond: None,
+    }
+}
+
+/// The rate control's pacing to every SRT output, as libsrt's options.
+fn pace(outputs: &[Running], pacing: crate::rate::Pacing) {
+    let pacing = match pacing {
+        crate::rate::Pacing::ByInput { min_bytes_per_s } => telebridge_srt::output::Pacing::ByInput { min_bytes_per_s },
+        crate::rate::Pacing::AtMost { bytes_per_s } => telebridge_srt::output::Pacing::AtMost { bytes_per_s },
+    };
     for (_, o, _) in outputs {
         if let Some(o) = o.srt() {
             o.pace(pacing);

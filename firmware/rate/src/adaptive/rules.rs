@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::reading::Reading;
 use super::{Adaptive, EPISODE_CUT};
-use crate::rate::{RateDecision, Why, START_RISE, START_RISE_EVERY, STEP};
+use crate::{RateDecision, Why, START_RISE, START_RISE_EVERY, STEP};
 
 /// After a cut, calm, the rate rises by this share every 250 ms ...
 const RISE: f64 = 0.035;

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use super::reading::Reading;
 use super::Adaptive;
-use crate::rate::dips::Dips;
-use crate::rate::{RateDecision, Why};
+use crate::dips::Dips;
+use crate::{RateDecision, Why};
 
 /// How long a cut stays under watch before it is undone (at least three round trips).
 const WATCH: Duration = Duration::from_secs(1);

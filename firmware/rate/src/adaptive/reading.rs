@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::{Adaptive, DELIVERED_MAX_WINDOW, DELIVERED_MIN_WINDOW, ENCODER_FOLLOWS, FLIGHT_SLACK_MS};
 use super::{HEAVY_LOSSES, HEAVY_LOSS_SHARE, RECENT};
-use crate::rate::tally::Tally;
-use crate::rate::LinkSample;
+use crate::tally::Tally;
+use crate::LinkSample;
 
 /// One step's reading of the link (rates in kbit/s, times in ms unless typed).
 #[derive(Debug, Clone, Copy)]

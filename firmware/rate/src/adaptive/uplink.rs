@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::reading::Reading;
 use super::Adaptive;
-use crate::rate::{RateDecision, Why};
+use crate::{RateDecision, Why};
 
 /// An uplink's death under this share of the bond's sending is left to the rules (the others
 /// take a few packets a second without a queue worth a cut).

@@ -253,8 +253,8 @@ impl RateLaw for Adaptive {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rate::dips::DIP_HEADROOM;
-    use crate::rate::{BondView, PACKET_BYTES, STEP};
+    use crate::dips::DIP_HEADROOM;
+    use crate::{BondView, PACKET_BYTES, STEP};
     use std::collections::VecDeque;
 
     /// A bottleneck as a fluid queue, for closed-loop tests: the encoder sends at the law's rate,
@@ -1017,7 +1017,7 @@ mod tests {
     fn replay(trace: &str, start_kbps: f64) -> Vec<(f64, RateDecision)> {
         // The bench's bounds: 500 kbit/s of video at least (250 at half the frame rate), 6000 at
         // most, 128 of audio, as streams.
-        let stream = |video_kbps: f64| (video_kbps + 128.0) * crate::rate::TS_OVERHEAD;
+        let stream = |video_kbps: f64| (video_kbps + 128.0) * crate::TS_OVERHEAD;
         let bounds =
             Bounds { min_kbps: stream(500.0), least_kbps: stream(250.0), max_kbps: stream(6000.0), start_kbps };
         let mut law = Adaptive::new(bounds);
@@ -1050,7 +1050,7 @@ mod tests {
         // 30.85: capped there, the connection sends no more into the bottleneck's full queue
         // while the second comes.
         // (The first connection starts at half the maximum.)
-        let steps = replay(include_str!("testdata/4g-1-fade.jsonl"), (6000.0 + 128.0) * crate::rate::TS_OVERHEAD / 2.0);
+        let steps = replay(include_str!("testdata/4g-1-fade.jsonl"), (6000.0 + 128.0) * crate::TS_OVERHEAD / 2.0);
         let first_cap = steps.iter().find(|(_, d)| d.send_cap_kbps.is_some()).expect("a drop was read");
         let first_cut = steps.iter().find(|(t, d)| *t > 30.0 && d.stream_kbps < 1000.0).expect("the fade was followed");
         assert!(first_cap.0 < first_cut.0, "capped at {} s, cut at {} s", first_cap.0, first_cut.0);

@@ -1,7 +1,6 @@
 //! What a rate law is handed: one connection's counters at one instant ([`LinkSample`]).
 
 use serde::Serialize;
-use telebridge_srt::SrtStats;
 
 /// One connection at one instant, as libsrt counts it (`srt_bistats`, instantaneous).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
@@ -71,9 +70,8 @@ impl LinkSample {
     /// bonding bench a packet on the uplink whose round trip swung to a second held SRT's ACK
     /// back: the link seemed to carry half of what it did, and the law cut 1.65 Mbit/s to 0.66
     /// on three uplinks of 6.5 Mbit/s between them.)
-    pub fn bonded(self, bond: &telebridge_bond::sender::BondReading) -> Self {
-        let view = BondView { queue_ms: bond.queue.map(|q| q.as_secs_f64() * 1000.0), lost_share: bond.lost_share };
-        Self { bond: Some(view), ..self.less_delivered(bond.delivered_ahead) }
+    pub fn bonded(self, delivered_ahead: usize, view: BondView) -> Self {
+        Self { bond: Some(view), ..self.less_delivered(delivered_ahead) }
     }
 
     /// This sample less `n` packets that arrived past SRT's cumulative ACK ([`Self::bonded`]).
@@ -83,29 +81,6 @@ impl LinkSample {
         self.send_buffer_packets = (self.send_buffer_packets - n).max(0);
         self.delivered_ahead = n;
         self
-    }
-}
-
-impl From<&SrtStats> for LinkSample {
-    fn from(s: &SrtStats) -> Self {
-        Self {
-            rtt_ms: s.rtt_ms,
-            send_buffer_ms: s.send_buffer_ms as f64,
-            send_buffer_packets: s.send_buffer_packets,
-            flight_packets: s.flight_packets,
-            packets_sent: s.packets_sent,
-            packets_retransmitted: s.packets_retransmitted,
-            bytes_sent: s.bytes_sent,
-            bytes_retransmitted: s.bytes_retransmitted,
-            packets_dropped: s.packets_dropped,
-            packets_lost: s.packets_lost,
-            bandwidth_mbps: s.bandwidth_mbps,
-            send_rate_mbps: s.send_rate_mbps,
-            acks_received: s.acks_received,
-            latency_ms: s.negotiated_latency_ms as f64,
-            delivered_ahead: 0,
-            bond: None,
-        }
     }
 }
 
