@@ -4,8 +4,6 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 /// srtla's window units: a packet is this many.
 pub(crate) const WINDOW_UNIT: i32 = 1000;
 pub(crate) const WINDOW_MIN: i32 = WINDOW_UNIT;
@@ -26,17 +24,7 @@ pub(crate) const QUEUE_SHARE: f64 = 0.2;
 pub const DEAD_FLOOR: Duration = Duration::from_millis(350);
 pub(crate) const DEAD_CEILING: Duration = Duration::from_secs(4);
 
-/// Where an uplink stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkState {
-    /// Not yet registered with the receiver.
-    Connecting,
-    /// Carrying the stream.
-    Up,
-    /// Silent for longer than its round trip explains; probed until it answers.
-    Dead,
-}
+pub use telebridge_contract::uplink::{LinkState, LinkStatus};
 
 #[derive(Debug)]
 pub(crate) struct Flight {
@@ -123,59 +111,6 @@ impl Link {
         if self.base.is_none_or(|(b, at)| smooth <= b || now.saturating_duration_since(at) > BASE_WINDOW) {
             self.base = Some((smooth, now));
         }
-    }
-}
-
-/// One uplink, for status and metrics.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct LinkStatus {
-    /// Interface or address.
-    pub name: String,
-    /// Its state.
-    pub state: LinkState,
-    /// Smoothed round trip, ms.
-    pub rtt_ms: Option<f64>,
-    /// Congestion window, packets.
-    pub window: f64,
-    /// Packets sent and not yet acknowledged.
-    pub in_flight: usize,
-    /// Packets sent over it.
-    pub sent: u64,
-    /// Packets sent over it again because another uplink died.
-    pub rescued: u64,
-    /// Its packets the receiver reported lost.
-    pub naks: u64,
-    /// Times it was found dead.
-    pub deaths: u64,
-    /// What it sent over the last second, kbit/s.
-    pub rate_kbps: f64,
-    /// Its share of what the bond sent over the last second, percent.
-    pub share_pct: f64,
-    /// Why it cannot be opened ("no such network interface"), while that lasts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-}
-
-impl std::fmt::Display for LinkStatus {
-    /// "wwan0: up, RTT 62 ms, 1.8 Mbit/s, 45 %" (or "dead, found so 2 times").
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self.state {
-            LinkState::Connecting => "connecting",
-            LinkState::Up => "up",
-            LinkState::Dead => "dead",
-        };
-        if let Some(p) = &self.problem {
-            return write!(f, "{}: {p}", self.name);
-        }
-        write!(f, "{}: {state}", self.name)?;
-        if let Some(rtt) = self.rtt_ms {
-            write!(f, ", RTT {rtt:.0} ms")?;
-        }
-        write!(f, ", {:.1} Mbit/s, {:.0} %", self.rate_kbps / 1000.0, self.share_pct)?;
-        if self.deaths > 0 {
-            write!(f, " (dead {} times so far)", self.deaths)?;
-        }
-        Ok(())
     }
 }
 

@@ -55,7 +55,7 @@ pub struct OutputStatus {
     pub link: Option<crate::latency::LinkReading>,
     /// A bonded output's uplinks (`bond=`): state, round trip, rate, share; empty otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub uplinks: Vec<telebridge_bond::sender::LinkStatus>,
+    pub uplinks: Vec<telebridge_contract::uplink::LinkStatus>,
 }
 
 impl OutputStatus {

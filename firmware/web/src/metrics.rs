@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use telebridge_appliance::state::State;
 use telebridge_appliance::{DaemonStatus, MediaSample};
-use telebridge_bond::sender::{LinkState, LinkStatus};
+use telebridge_contract::uplink::{LinkState, LinkStatus};
 use telebridge_srt::SrtStats;
 
 fn label(s: &str) -> String {
