@@ -96,7 +96,7 @@ impl Neighbours {
         got
     }
 
-    /// Whether so many records were turned away of late ([`FLOOD`] in [`FLOOD_WINDOW`]) that the
+    /// Whether so many records were turned away of late (`FLOOD` in `FLOOD_WINDOW`) that the
     /// responder's cache, which keeps them all for their TTL, should be dropped. Counting starts
     /// again once it says so.
     pub fn flooded(&mut self, now: Instant) -> bool {

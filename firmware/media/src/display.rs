@@ -222,7 +222,7 @@ impl Display {
     }
 
     /// Changes what the slate says (skipped, and logged with who holds it, when the display's
-    /// lock is not free within [`QUERY_WAIT`]: the next call says it again).
+    /// lock is not free within `QUERY_WAIT`: the next call says it again).
     pub fn set_slate_text(&self, text: &str) {
         if let Some(mut s) = self.state.lock_within(QUERY_WAIT) {
             if s.slate_text != text {
@@ -245,12 +245,12 @@ impl Display {
     }
 
     /// When (wall clock, ms since the epoch) the slate last came on, and the picture last came on
-    /// (unknown while the display's lock is not free within [`QUERY_WAIT`]).
+    /// (unknown while the display's lock is not free within `QUERY_WAIT`).
     pub fn transitions(&self) -> (Option<u64>, Option<u64>) {
         self.state.lock_within(QUERY_WAIT).map_or((None, None), |s| (s.slate_since_unix_ms, s.video_since_unix_ms))
     }
 
-    /// What the slate says now (empty while the display's lock is not free within [`QUERY_WAIT`]).
+    /// What the slate says now (empty while the display's lock is not free within `QUERY_WAIT`).
     pub fn slate_text(&self) -> String {
         self.state.lock_within(QUERY_WAIT).map(|s| s.slate_text.clone()).unwrap_or_default()
     }

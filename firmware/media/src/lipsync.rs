@@ -170,7 +170,7 @@ impl FlashDetector {
 }
 
 /// Finds beeps in sound: a loud stretch of 60 to 160 ms (the beep is [`BEEP`]) after
-/// [`QUIET_BEFORE_NS`] of quiet, reported with its onset once 30 ms of quiet end it.
+/// `QUIET_BEFORE_NS` of quiet, reported with its onset once 30 ms of quiet end it.
 #[derive(Debug, Clone, Default)]
 pub struct BeepDetector {
     /// The last loud sample, ns.

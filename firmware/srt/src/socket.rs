@@ -1,4 +1,4 @@
-//! A safe layer over [`crate::ffi`]: one [`Socket`] per libsrt socket (closed when dropped), the
+//! A safe layer over the FFI declarations (`ffi.rs`): one [`Socket`] per libsrt socket (closed when dropped), the
 //! options an [`SrtUrl`] asks for, statistics, sending and receiving. Addresses are in
 //! [`crate::addr`], waiting on many sockets in [`crate::epoll`], a listener with its admission
 //! check in [`crate::listen_hook`], libsrt's errors in [`crate::error`].

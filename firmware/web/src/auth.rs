@@ -12,7 +12,7 @@
 //! within its time, is a failure of its own: [`Auth::failed_unread`]), so a stranger who sends
 //! half a body holds a connection, never a check. An address has at most [`MAX_IN_FLIGHT`]
 //! checks waiting at once, and the last [`KEPT_FOR_KNOWN`] of the [`MAX_PENDING`] are kept for a
-//! browser that logged in before (a signed cookie, [`device_token`]): the owner's right
+//! browser that logged in before (a signed cookie, [`crate::device::device_token`]): the owner's right
 //! password is checked while strangers' are queued (issue 36, finding 3; issue 57, finding 9). IPv6 addresses are counted per /64 ([`client_key`]): one host has
 //! a whole /64 to send from.
 
@@ -374,7 +374,7 @@ impl Hasher {
 /// The one thread that runs argon2 for the panel: password checks and new hashes, one at a
 /// time, with one buffer, so the memory argon2 takes (19 MiB a check with the default
 /// parameters) is taken once however many checks come; it is given back after
-/// [`KEEP_MEMORY`] without checks.
+/// `KEEP_MEMORY` without checks.
 #[derive(Clone)]
 pub struct Checker {
     jobs: std_mpsc::SyncSender<Job>,

@@ -23,7 +23,7 @@ fn device_key(password_hash: &str) -> hmac::Hmac<sha2::Sha256> {
 }
 
 /// A new known-device cookie's value (`ID.TAG`), given to a browser that logged in: a random id
-/// and its tag under [`device_key`].
+/// and its tag under `device_key`.
 pub fn device_token(password_hash: &str) -> String {
     use hmac::Mac;
     let mut raw = [0u8; 16];

@@ -40,7 +40,7 @@ pub struct EncoderSettings {
     pub audio_delay_ms: i32,
     /// The encoder element to use.
     pub encoder: EncoderChoice,
-    /// Take frames pushed through [`EncoderPipeline::frame_input`] instead of `video_source`
+    /// Take frames pushed through [`crate::EncoderPipeline::frame_input`] instead of `video_source`
     /// (a decoder re-encoding what it shows, for round-trip measurements).
     pub frames_from_app: bool,
 }

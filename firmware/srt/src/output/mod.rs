@@ -1,6 +1,6 @@
 //! One SRT output on libsrt: a caller, a rendezvous, or a listener serving any number of callers.
 //!
-//! The encoder hands it TS buffers with [`SrtOutput::push`], which never blocks: each 1316-byte
+//! The encoder hands it TS buffers with [`SrtOutput::send`], which never blocks: each 1316-byte
 //! piece goes straight into every connection's libsrt send buffer (no queue, pipeline or copy
 //! of ours per connection). The output's own thread waits on all its sockets with one libsrt
 //! epoll: it accepts callers, notices the ones that leave, reads what a peer sends back, reads
@@ -66,12 +66,12 @@ struct Conn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pacing {
     /// By the input rate libsrt measures, [`PACING_OVERHEAD_PCT`] over it for retransmissions,
-    /// never under `min_bytes_per_s` ([`crate::Socket::pace_by_input`]).
+    /// never under `min_bytes_per_s` ([`crate::socket::Socket::pace_by_input`]).
     ByInput {
         /// The least input rate assumed, bytes/s.
         min_bytes_per_s: i64,
     },
-    /// At most `bytes_per_s`, retransmissions included ([`crate::Socket::pace_at_most`]): while
+    /// At most `bytes_per_s`, retransmissions included ([`crate::socket::Socket::pace_at_most`]): while
     /// the link is congested, the input rate libsrt measures still holds the rate before a cut
     /// for up to a second, and sending at it keeps the bottleneck's queue full.
     AtMost {
