@@ -46,7 +46,7 @@ impl AppError {
             // (A capture device that disappears or is busy fails in the source's elements.)
             AppError::Media(m) => match m {
                 MediaError::Capture(_) | MediaError::ElementMissing { .. } | MediaError::NoEncoder(_) => true,
-                MediaError::Pipeline { element, .. } => element.contains("video-source"),
+                MediaError::Pipeline { at_source, .. } => *at_source,
                 MediaError::Gst(_) => false,
             },
             AppError::Runtime(_) | AppError::Output(_) | AppError::Input(_) | AppError::Task(_) => false,
@@ -71,8 +71,16 @@ mod tests {
     fn what_the_user_can_fix_exits_with_2_and_a_failure_while_running_with_1() {
         let missing = MediaError::ElementMissing { element: "kmssink", package: "gstreamer1.0-plugins-bad" };
         assert_eq!(AppError::from(missing).exit_code(), 2);
-        let failed = MediaError::Pipeline { element: "x264enc".into(), error: "boom".into(), debug: None };
+        let failed =
+            MediaError::Pipeline { element: "x264enc".into(), error: "boom".into(), debug: None, at_source: false };
         assert_eq!(AppError::from(failed).exit_code(), 1);
+        let gone = MediaError::Pipeline {
+            element: "/GstPipeline:pipeline0/GstV4l2Src:video-source".into(),
+            error: "Could not read from resource.".into(),
+            debug: None,
+            at_source: true,
+        };
+        assert_eq!(AppError::from(gone).exit_code(), 2);
         let invalid = telebridge_config::Config { role: "mixer".into(), ..Default::default() }.validate().unwrap_err();
         let e = AppError::from(invalid);
         assert_eq!(e.exit_code(), 2);

@@ -23,7 +23,7 @@ pub use encoder_choice::{choose_encoder, EncoderChoice, EncoderKind};
 pub use encoder_pipeline::{
     probe_encoder, EncoderCounters, EncoderPipeline, EncoderSettings, PreviewSlot, Taps, TsConsumerId, TsFanout,
 };
-pub use error::{make, MediaError};
+pub use error::{make, MediaError, VIDEO_SOURCE};
 pub use platform::{CodecPart, Platform};
 
 /// The sample rate and channel count of raw audio caps on `pad`, if it has them.

@@ -13,7 +13,7 @@ use tracing::{error, info, warn};
 
 use super::media::{apply, start_media, Media, MediaEvent, MediaShared};
 use super::screen::Screen;
-use super::status::{alerts, input_info, unix_ms};
+use super::status::{unix_ms, StatusParts};
 use super::{DaemonCommand, DaemonStatus};
 use crate::changes;
 use crate::sample::MediaSample;
@@ -33,7 +33,7 @@ pub(super) struct MainLoop {
     pub(super) started: Instant,
     pub(super) shared: MediaShared,
     /// Where the running media's events come in, tagged with its generation.
-    pub(super) media_tx: mpsc::UnboundedSender<(u64, MediaEvent)>,
+    pub(super) media_tx: mpsc::Sender<(u64, MediaEvent)>,
     pub(super) media: Option<Media>,
     pub(super) generation: u64,
     pub(super) last_sample: Option<MediaSample>,
@@ -49,7 +49,7 @@ impl MainLoop {
     pub(super) async fn run(
         mut self,
         mut commands: mpsc::Receiver<DaemonCommand>,
-        mut media_rx: mpsc::UnboundedReceiver<(u64, MediaEvent)>,
+        mut media_rx: mpsc::Receiver<(u64, MediaEvent)>,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         tokio::pin!(shutdown);
@@ -91,9 +91,7 @@ impl MainLoop {
                 Action::Stop => {
                     // Taken: its events from now on are stale.
                     if let Some(mut m) = self.media.take() {
-                        if let Some(stop) = m.stop.take() {
-                            let _ = stop.send(());
-                        }
+                        m.stop();
                     }
                     self.last_sample = None;
                     *self.shared.preview.locked() = None;
@@ -121,8 +119,8 @@ impl MainLoop {
 
     /// Tells the running media to stop.
     fn stop_media(&mut self) {
-        if let Some(stop) = self.media.as_mut().and_then(|m| m.stop.take()) {
-            let _ = stop.send(());
+        if let Some(m) = self.media.as_mut() {
+            m.stop();
         }
     }
 
@@ -140,29 +138,23 @@ impl MainLoop {
         self.screen.set_on_air(on_air);
         *self.patterns.locked() = leds;
         let last = self.last_sample.as_ref();
-        self.status_tx.send_replace(DaemonStatus {
-            name: config.name.clone(),
-            role: config.role.name(),
+        let mut links = last.map(MediaSample::link_views).unwrap_or_default();
+        crate::sample::stamp_since(&mut links, &mut self.link_since, unix_ms());
+        self.status_tx.send_replace(DaemonStatus::of(StatusParts {
+            config,
+            machine,
             since_unix_ms: unix_ms().saturating_sub(now.saturating_sub(machine.since_ms)),
             led_patterns: leds,
             tally: self.tally.status(now),
             talk: self.shared.talk.status(unix_ms()),
-            machine: machine.clone(),
             gpio,
-            media: self.last_sample.clone(),
-            running: machine.state.running(),
-            links: {
-                let mut views = last.map(MediaSample::link_views).unwrap_or_default();
-                crate::sample::stamp_since(&mut views, &mut self.link_since, unix_ms());
-                views
-            },
+            media: last,
+            links,
             uptime_s: self.started.elapsed().as_secs(),
-            pending_restart: self.pending_restart.clone(),
+            pending_restart: &self.pending_restart,
             screen: self.screen.shown(),
-            input: input_info(config, machine),
-            alerts: alerts(machine, last, &self.pending_restart),
             pairing_requests: self.pairing_requests,
-        });
+        }));
     }
 
     /// An event of the media of `generation` (stale when that media was stopped).
@@ -248,14 +240,12 @@ impl MainLoop {
 
     /// After the loop: the media stopped, given 5 s to close its connections (each output
     /// joins its thread).
-    async fn stop(mut self, mut media_rx: mpsc::UnboundedReceiver<(u64, MediaEvent)>) {
+    async fn stop(mut self, mut media_rx: mpsc::Receiver<(u64, MediaEvent)>) {
         info!("stopping");
         let _ = crate::sd_notify::notify("STOPPING=1");
         self.screen.close();
         if let Some(mut m) = self.media.take() {
-            if let Some(stop) = m.stop.take() {
-                let _ = stop.send(());
-            }
+            m.stop();
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
                 match tokio::time::timeout(Duration::from_millis(200), media_rx.recv()).await {

@@ -19,9 +19,19 @@ pub(super) enum MediaEvent {
 }
 
 pub(super) struct Media {
-    pub(super) stop: Option<oneshot::Sender<()>>,
+    stop: Option<oneshot::Sender<()>>,
     pub(super) commands: Option<mpsc::Sender<EncoderCommand>>,
     pub(super) generation: u64,
+}
+
+impl Media {
+    /// Asks the media to stop (the one place that does); its end comes as [`MediaEvent::Ended`].
+    /// Asking again does nothing.
+    pub(super) fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
 }
 
 /// What the daemon shares with the media it starts.
@@ -50,9 +60,7 @@ pub(super) fn apply(plan: &ChangePlan, media: &mut Option<Media>, pending: &mut 
     if plan.restart_media {
         if let Some(mut m) = media.take() {
             info!("configuration changed: restarting the media");
-            if let Some(stop) = m.stop.take() {
-                let _ = stop.send(());
-            }
+            m.stop();
         }
         return;
     }
@@ -82,7 +90,7 @@ pub(super) fn start_media(
     config: &ValidConfig,
     peer_link: &Result<telebridge_pairing::PeerRoute, String>,
     generation: u64,
-    events: mpsc::UnboundedSender<(u64, MediaEvent)>,
+    events: mpsc::Sender<(u64, MediaEvent)>,
     shared: &MediaShared,
 ) -> Media {
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -100,8 +108,10 @@ pub(super) fn start_media(
             let options = RunOptions {
                 duration: None,
                 on_sample: Some(Arc::new(move |s: &StatsSample| {
-                    let _ =
-                        tx.send((generation, MediaEvent::Sample(Box::new(MediaSample::Encoder(Box::new(s.clone()))))));
+                    let _ = tx.try_send((
+                        generation,
+                        MediaEvent::Sample(Box::new(MediaSample::Encoder(Box::new(s.clone())))),
+                    ));
                 })),
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),
@@ -115,7 +125,7 @@ pub(super) fn start_media(
             let config = config.clone();
             tokio::spawn(async move {
                 let r = crate::run_encoder(config, options, shutdown).await.map(|_| ());
-                let _ = events.send((generation, MediaEvent::Ended(r)));
+                let _ = events.send((generation, MediaEvent::Ended(r))).await;
             });
             Media { stop: Some(stop_tx), commands: Some(cmd_tx), generation }
         }
@@ -129,7 +139,7 @@ pub(super) fn start_media(
                 duration: None,
                 on_sample: Some(Arc::new(move |s: &DecodeSample| {
                     let sample = MediaSample::Decoder(Box::new(s.clone()));
-                    let _ = tx.send((generation, MediaEvent::Sample(Box::new(sample))));
+                    let _ = tx.try_send((generation, MediaEvent::Sample(Box::new(sample))));
                 })),
                 loop_to: None,
                 peer: None,
@@ -140,7 +150,7 @@ pub(super) fn start_media(
             };
             tokio::spawn(async move {
                 let r = crate::run_decoder(options, shutdown).await.map(|_| ());
-                let _ = events.send((generation, MediaEvent::Ended(r)));
+                let _ = events.send((generation, MediaEvent::Ended(r))).await;
             });
             Media { stop: Some(stop_tx), commands: None, generation }
         }
@@ -165,8 +175,8 @@ pub(super) fn start_media(
                 }),
                 duration: None,
                 on_sample: Some(Arc::new(move |s: &crate::BridgeSample| {
-                    let _ =
-                        tx.send((generation, MediaEvent::Sample(Box::new(MediaSample::Bridge(Box::new(s.clone()))))));
+                    let _ = tx
+                        .try_send((generation, MediaEvent::Sample(Box::new(MediaSample::Bridge(Box::new(s.clone()))))));
                 })),
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),
@@ -178,7 +188,7 @@ pub(super) fn start_media(
             let config = config.clone();
             tokio::spawn(async move {
                 let r = crate::run_bridge(config, options, shutdown).await.map(|_| ());
-                let _ = events.send((generation, MediaEvent::Ended(r)));
+                let _ = events.send((generation, MediaEvent::Ended(r))).await;
             });
             Media { stop: Some(stop_tx), commands: Some(cmd_tx), generation }
         }

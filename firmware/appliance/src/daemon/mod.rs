@@ -29,7 +29,7 @@ use main_loop::MainLoop;
 pub use media::simulate;
 use media::MediaShared;
 use screen::Screen;
-use status::{input_info, unix_ms};
+use status::{unix_ms, StatusParts};
 pub use status::{DaemonStatus, InputInfo};
 
 /// Turns the file's configuration into the running one (`--sim` and the command line's flags);
@@ -107,6 +107,9 @@ impl DaemonHandle {
     }
 }
 
+/// Media events the main loop may have waiting (samples, an end).
+const MEDIA_EVENTS: usize = 16;
+
 /// Starts the daemon: opens the GPIO, spawns the main loop. Returns the handle for the API and
 /// a future that ends when the daemon has stopped (after `shutdown`).
 pub fn start(
@@ -123,25 +126,21 @@ pub fn start(
     let machine = Machine::new(now_ms());
     let leds = crate::tally::panel(machine.leds(now_ms()), LedPattern::Off);
     let patterns = Arc::new(Mutex::new(leds));
-    let status = DaemonStatus {
-        name: options.config.name.clone(),
-        role: options.config.role.name(),
-        machine: machine.clone(),
+    let status = DaemonStatus::of(StatusParts {
+        config: &options.config,
+        machine: &machine,
         since_unix_ms: unix_ms(),
         led_patterns: leds,
         tally: crate::tally::TallyStatus::default(),
         talk: crate::roles::talkback::TalkStatus::default(),
         gpio: gpio_name,
         media: None,
-        running: false,
         links: Vec::new(),
         uptime_s: 0,
-        pending_restart: Vec::new(),
+        pending_restart: &[],
         screen: None,
-        input: input_info(&options.config, &machine),
-        alerts: Vec::new(),
         pairing_requests: 0,
-    };
+    });
     let (status_tx, status_rx) = watch::channel(status);
     let (cmd_tx, cmd_rx) = mpsc::channel(32);
     let heartbeat = Heartbeat::default();
@@ -169,7 +168,9 @@ pub fn start(
         peer_messages: shared.peer_messages.clone(),
         received_preview: shared.received.clone(),
     };
-    let (media_tx, media_rx) = mpsc::unbounded_channel();
+    // Bounded: a sample comes a second; one the main loop has no room for is dropped (the next
+    // replaces it), never queued without end behind a stalled loop. An end waits for room.
+    let (media_tx, media_rx) = mpsc::channel(MEDIA_EVENTS);
     let main = MainLoop {
         config: options.config,
         peer_link: options.peer_link,

@@ -49,6 +49,49 @@ pub struct DaemonStatus {
     pub pairing_requests: u64,
 }
 
+/// What the status is made of, besides what it derives (the input, the alerts, whether the
+/// media runs): [`DaemonStatus::of`].
+pub(super) struct StatusParts<'a> {
+    pub(super) config: &'a ValidConfig,
+    pub(super) machine: &'a Machine,
+    pub(super) since_unix_ms: u64,
+    pub(super) led_patterns: [LedPattern; telebridge_gpio::LEDS],
+    pub(super) tally: crate::tally::TallyStatus,
+    pub(super) talk: crate::roles::talkback::TalkStatus,
+    pub(super) gpio: &'static str,
+    pub(super) media: Option<&'a MediaSample>,
+    pub(super) links: Vec<LinkView>,
+    pub(super) uptime_s: u64,
+    pub(super) pending_restart: &'a [&'static str],
+    pub(super) screen: Option<String>,
+    pub(super) pairing_requests: u64,
+}
+
+impl DaemonStatus {
+    /// The status from its parts: the one place it is built (at the start and at each publish).
+    pub(super) fn of(p: StatusParts<'_>) -> Self {
+        DaemonStatus {
+            name: p.config.name.clone(),
+            role: p.config.role.name(),
+            machine: p.machine.clone(),
+            since_unix_ms: p.since_unix_ms,
+            led_patterns: p.led_patterns,
+            tally: p.tally,
+            talk: p.talk,
+            gpio: p.gpio,
+            media: p.media.cloned(),
+            running: p.machine.state.running(),
+            links: p.links,
+            uptime_s: p.uptime_s,
+            pending_restart: p.pending_restart.to_vec(),
+            screen: p.screen,
+            input: input_info(p.config, p.machine),
+            alerts: alerts(p.machine, p.media, p.pending_restart),
+            pairing_requests: p.pairing_requests,
+        }
+    }
+}
+
 /// The input as the status shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct InputInfo {
@@ -58,7 +101,7 @@ pub struct InputInfo {
     pub format: String,
 }
 
-pub(super) fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
+fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
     let p = &config.picture;
     let format = match config.role {
         Role::Encoder => {
@@ -75,7 +118,7 @@ pub(super) fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
 
 /// What needs attention: an error, no signal, links that are down and why (and SRT latency
 /// advice, see [`MediaSample::alerts`]), settings waiting for a restart.
-pub(super) fn alerts(machine: &Machine, media: Option<&MediaSample>, pending: &[&'static str]) -> Vec<String> {
+fn alerts(machine: &Machine, media: Option<&MediaSample>, pending: &[&'static str]) -> Vec<String> {
     let mut out = Vec::new();
     if machine.state == crate::state::State::Error {
         out.push(format!("stopped: {}", machine.reason.as_deref().unwrap_or("the media failed")));

@@ -61,7 +61,7 @@ impl EncoderPipeline {
 
         // Video: source.
         let (video_tail, capture, frame_input) = if settings.frames_from_app {
-            let src = crate::display::live_frame_source("video-source");
+            let src = crate::display::live_frame_source(crate::VIDEO_SOURCE);
             pipeline.add(&src)?;
             (src.clone().upcast::<gst::Element>(), None, Some(src))
         } else {

@@ -41,7 +41,7 @@ pub(super) fn add_video_source(
     match &s.video_source {
         VideoSource::Test => {
             let src = gst::ElementFactory::make("videotestsrc")
-                .name("video-source")
+                .name(crate::VIDEO_SOURCE)
                 .property("is-live", true)
                 .property_from_str("pattern", "smpte")
                 .property("horizontal-speed", 4i32)
@@ -72,7 +72,7 @@ pub(super) fn add_video_source(
             let plan = capture_device::plan_capture(&info, (s.width, s.height, s.fps), dv)?;
             info!(device = %device.display(), driver = %info.driver, caps = %plan.caps, "capture format chosen");
             let src = gst::ElementFactory::make("v4l2src")
-                .name("video-source")
+                .name(crate::VIDEO_SOURCE)
                 .property("device", device.display().to_string())
                 .property_from_str("io-mode", "dmabuf")
                 .build()
@@ -100,7 +100,7 @@ pub(super) fn add_video_source(
             Ok((tail, Some(plan)))
         }
         VideoSource::Libcamera => {
-            let src = gst::ElementFactory::make("libcamerasrc").name("video-source").build().map_err(|_| {
+            let src = gst::ElementFactory::make("libcamerasrc").name(crate::VIDEO_SOURCE).build().map_err(|_| {
                 MediaError::ElementMissing { element: "libcamerasrc", package: "gstreamer1.0-libcamera" }
             })?;
             let caps = gst::Caps::builder("video/x-raw")
