@@ -11,7 +11,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -83,42 +82,18 @@ fn ip(args: &[&str]) -> io::Result<()> {
 
 /// Opens a TUN device (layer 3, no packet information header) and makes it non-blocking.
 fn open_tun(name: &str) -> io::Result<File> {
-    const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
     let file = OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/net/tun")
         .map_err(|e| io::Error::new(e.kind(), format!("/dev/net/tun: {e} (IP mode needs root)")))?;
-    #[repr(C)]
-    struct IfReq {
-        name: [u8; 16],
-        flags: libc::c_short,
-        _pad: [u8; 22],
-    }
-    let mut req = IfReq { name: [0; 16], flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short, _pad: [0; 22] };
-    req.name[..name.len().min(15)].copy_from_slice(&name.as_bytes()[..name.len().min(15)]);
-    #[allow(unsafe_code)]
-    // SAFETY: TUNSETIFF reads and writes a struct ifreq; `req` has its layout (16-byte name,
-    // short flags, padding to 40 bytes) and lives across the call.
-    let rc = unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    #[allow(unsafe_code)]
-    // SAFETY: fcntl on a file descriptor we own; F_SETFL with O_NONBLOCK changes no memory.
-    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    crate::sys::tun_set_iff(&file, name)?;
+    crate::sys::set_nonblocking(&file)?;
     Ok(file)
 }
 
 fn register(file: File) -> io::Result<AsyncFd<File>> {
-    #[allow(unsafe_code)]
-    // SAFETY: the AsyncFd owns the File, so the descriptor stays open for as long as it is
-    // registered and is closed only after deregistration (AsyncFd's Drop).
-    let fd = unsafe { AsyncFd::register(file) };
-    fd.map_err(|e| e.into_parts().1)
+    crate::sys::register(file)
 }
 
 /// Creates namespaces `{prefix}-a` and `{prefix}-b` joined through the emulated link.

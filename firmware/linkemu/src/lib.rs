@@ -9,6 +9,8 @@ pub mod ip_mode;
 pub mod profile;
 pub mod relay;
 mod rng;
+#[allow(unsafe_code)]
+mod sys;
 pub mod trace;
 
 pub use impairment::{Impairment, LinkParams, Verdict};

@@ -6,7 +6,6 @@
 //! ioctls talk to the real device.
 
 use std::io;
-use std::os::raw::c_void;
 use std::path::{Path, PathBuf};
 
 use v4l::video::Capture;
@@ -220,25 +219,12 @@ pub fn probe(path: &Path) -> Result<DeviceInfo, CaptureError> {
 
 // --- DV timings (VIDIOC_QUERY_DV_TIMINGS / VIDIOC_S_DV_TIMINGS); the v4l crate has no wrapper.
 
-const DV_TIMINGS_SIZE: usize = std::mem::size_of::<v4l::v4l_sys::v4l2_dv_timings>();
-const IOC_READ: u64 = 2;
-const IOC_WRITE: u64 = 1;
-const fn ioc(dir: u64, nr: u64) -> u64 {
-    (dir << 30) | ((DV_TIMINGS_SIZE as u64) << 16) | ((b'V' as u64) << 8) | nr
-}
-const VIDIOC_S_DV_TIMINGS: u64 = ioc(IOC_READ | IOC_WRITE, 87);
-const VIDIOC_QUERY_DV_TIMINGS: u64 = ioc(IOC_READ, 99);
-
 /// Asks the bridge what signal arrives. `Ok(None)` means no signal (or no stable lock).
 pub fn query_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     let dev = v4l::Device::with_path(path)?;
     let fd = dev.handle().fd();
     let mut timings: v4l::v4l_sys::v4l2_dv_timings = zeroed_dv_timings();
-    #[allow(unsafe_code)]
-    // SAFETY: `timings` is a properly sized and aligned v4l2_dv_timings that outlives the call; the
-    // request code is computed from that same struct's size, so the kernel writes within it.
-    let result = unsafe { v4l::v4l2::ioctl(fd, VIDIOC_QUERY_DV_TIMINGS as _, &mut timings as *mut _ as *mut c_void) };
-    match result {
+    match crate::sys::query_dv_timings(fd, &mut timings) {
         Ok(()) => {}
         Err(e)
             if matches!(
@@ -250,10 +236,7 @@ pub fn query_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
         }
         Err(e) => return Err(e),
     }
-    #[allow(unsafe_code)]
-    // SAFETY: type_ == V4L2_DV_BT_656_1120 (0) is the only type the kernel defines, for which `bt`
-    // is the active member of the union.
-    let bt = unsafe { timings.__bindgen_anon_1.bt };
+    let bt = crate::sys::bt_timings(&timings);
     let total = |active: u32, a: u32, b: u32, c: u32| u64::from(active + a + b + c);
     let htotal = total(bt.width, bt.hfrontporch, bt.hsync, bt.hbackporch);
     let vtotal = total(bt.height, bt.vfrontporch, bt.vsync, bt.vbackporch);
@@ -267,15 +250,10 @@ pub fn apply_queried_dv_timings(path: &Path) -> io::Result<Option<DvTimings>> {
     let dev = v4l::Device::with_path(path)?;
     let fd = dev.handle().fd();
     let mut raw: v4l::v4l_sys::v4l2_dv_timings = zeroed_dv_timings();
-    #[allow(unsafe_code)]
-    // SAFETY: as in `query_dv_timings`: a valid, correctly sized struct for both ioctls.
-    let queried = unsafe { v4l::v4l2::ioctl(fd, VIDIOC_QUERY_DV_TIMINGS as _, &mut raw as *mut _ as *mut c_void) };
-    if queried.is_err() {
+    if crate::sys::query_dv_timings(fd, &mut raw).is_err() {
         return Ok(None);
     }
-    #[allow(unsafe_code)]
-    // SAFETY: see above.
-    unsafe { v4l::v4l2::ioctl(fd, VIDIOC_S_DV_TIMINGS as _, &mut raw as *mut _ as *mut c_void) }?;
+    crate::sys::set_dv_timings(fd, &mut raw)?;
     drop(dev);
     query_dv_timings(path)
 }
@@ -409,13 +387,5 @@ mod tests {
     fn missing_device_names_it() {
         let err = probe(Path::new("/dev/video-telebridge-missing")).unwrap_err();
         assert!(err.to_string().starts_with("/dev/video-telebridge-missing: no such device"), "{err}");
-    }
-
-    #[test]
-    fn dv_timings_struct_matches_the_kernel_abi() {
-        // struct v4l2_dv_timings is packed: 4 bytes of type + a 128-byte union.
-        assert_eq!(DV_TIMINGS_SIZE, 132);
-        assert_eq!(VIDIOC_QUERY_DV_TIMINGS, 0x8084_5663);
-        assert_eq!(VIDIOC_S_DV_TIMINGS, 0xc084_5657);
     }
 }

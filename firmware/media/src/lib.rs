@@ -14,6 +14,8 @@ pub mod latency;
 pub mod lipsync;
 pub mod platform;
 mod slate_picture;
+#[allow(unsafe_code)]
+mod sys;
 pub mod talk;
 pub mod timecode;
 pub mod timeline;

@@ -2,7 +2,6 @@
 //! only from libsrt's log ("Incorrect passphrase"), which this module reads so the status can
 //! say why in words.
 
-use std::ffi::CStr;
 use std::sync::{Mutex, OnceLock};
 use telebridge_sync::Locked;
 
@@ -144,33 +143,12 @@ pub fn note_log_line(text: &str) {
 /// Points libsrt's log at [`classify`]: every rejection libsrt logs (on either side of a
 /// handshake) is recorded for [`rejected_since`]; its errors go to `tracing` at debug level.
 pub(crate) fn route_libsrt_log() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        // SAFETY: the handler is a plain function that outlives the process; libsrt calls it
-        // from its own threads, and it only touches a mutex-guarded list.
-        #[allow(unsafe_code)]
-        unsafe {
-            crate::ffi::srt_setloghandler(std::ptr::null_mut(), libsrt_log);
-            crate::ffi::srt_setloglevel(crate::ffi::LOG_NOTICE);
-        }
-    });
+    crate::sys::log::install();
 }
 
-#[allow(unsafe_code)]
-unsafe extern "C" fn libsrt_log(
-    _opaque: *mut std::ffi::c_void,
-    level: std::ffi::c_int,
-    _file: *const std::ffi::c_char,
-    _line: std::ffi::c_int,
-    _area: *const std::ffi::c_char,
-    message: *const std::ffi::c_char,
-) {
-    if message.is_null() {
-        return;
-    }
-    // SAFETY: libsrt passes a NUL-terminated line valid for the call.
-    let text = unsafe { std::ffi::CStr::from_ptr(message) }.to_string_lossy();
-    if let Some(reason) = classify(&text) {
+/// One line of libsrt's log, at its level (3 and under: errors).
+pub(crate) fn on_libsrt_line(level: i32, text: &str) {
+    if let Some(reason) = classify(text) {
         record(reason);
     }
     if level <= 3 {
@@ -179,7 +157,6 @@ unsafe extern "C" fn libsrt_log(
 }
 
 /// libsrt's words for a reject code.
-#[allow(unsafe_code)]
 pub fn reject_words(code: i32) -> String {
     match code {
         ffi::SRT_REJX_BAD_REQUEST => "the listener does not know this stream id".into(),
@@ -187,16 +164,7 @@ pub fn reject_words(code: i32) -> String {
         ffi::SRT_REJX_OVERLOAD => "the listener is full".into(),
         ffi::SRT_REJX_NOTFOUND => "no such stream at the listener".into(),
         ffi::SRT_REJX_CONFLICT => "the listener's stream is taken (another sender is connected)".into(),
-        c => {
-            // SAFETY: libsrt returns a static string for any id (a generic one when unknown).
-            let s = unsafe { ffi::srt_rejectreason_str(c) };
-            if s.is_null() {
-                format!("code {c}")
-            } else {
-                // SAFETY: NUL-terminated static string.
-                unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
-            }
-        }
+        c => crate::sys::log::reject_reason(c).unwrap_or_else(|| format!("code {c}")),
     }
 }
 

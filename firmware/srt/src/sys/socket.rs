@@ -6,7 +6,6 @@
 //! libsrt's calls are thread-safe on a socket id, so a connection can be sent to from the
 //! encoder's thread while the output's own thread reads its statistics; a closed id just
 //! answers "invalid socket".
-#![allow(unsafe_code)]
 
 use std::net::SocketAddr;
 use std::sync::OnceLock;
@@ -19,14 +18,14 @@ use crate::error::check;
 pub use crate::error::SrtError;
 use crate::ffi;
 
-/// Starts libsrt once per process and routes its log through [`crate::reject`].
+/// Starts libsrt once per process and routes its log to the crate (`crate::reject` reads it).
 pub fn startup() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         // SAFETY: srt_startup is idempotent and takes nothing.
         unsafe { ffi::srt_startup() };
     });
-    crate::reject::route_libsrt_log();
+    super::log::install();
 }
 
 /// Why a send did not go out.

@@ -1,5 +1,4 @@
 //! An epoll over libsrt sockets: one thread waits on many.
-#![allow(unsafe_code)]
 
 use std::time::Duration;
 

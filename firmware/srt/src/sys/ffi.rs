@@ -2,7 +2,7 @@
 //! Layouts are checked against the header by `ffi_layout` below (sizes and offsets printed by
 //! a C compiler from the same header); the only struct whose layout matters for memory safety
 //! is [`SRT_TRACEBSTATS`], which libsrt writes into.
-#![allow(non_camel_case_types, non_snake_case, missing_docs, dead_code, unsafe_code, clippy::upper_case_acronyms)]
+#![allow(non_camel_case_types, non_snake_case, missing_docs, dead_code, clippy::upper_case_acronyms)]
 
 use libc::{c_char, c_int, c_void, sockaddr};
 

@@ -1,6 +1,5 @@
 //! What libsrt says went wrong ([`SrtError`]), read from its thread-local last error. A leaf:
 //! every module that calls libsrt uses it.
-#![allow(unsafe_code)]
 
 use std::ffi::CStr;
 

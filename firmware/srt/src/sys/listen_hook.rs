@@ -1,7 +1,6 @@
 //! The listen hook: a Rust closure libsrt asks about each caller before the handshake completes,
 //! with the stream id the caller sent. It admits the caller (optionally with that stream's own
 //! passphrase) or refuses it with a code the caller receives; [`crate::reject::reject_words`] words the codes.
-#![allow(unsafe_code)]
 
 use std::ffi::CStr;
 use std::net::SocketAddr;

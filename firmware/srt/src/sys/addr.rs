@@ -1,6 +1,5 @@
 //! Socket addresses for libsrt: conversion both ways, name resolution, and the local address a
 //! socket for an [`SrtUrl`] binds to.
-#![allow(unsafe_code)]
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
