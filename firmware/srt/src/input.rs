@@ -181,7 +181,7 @@ impl Job for Worker {
         self.cc.reset();
         let ended = match self.url.mode {
             SrtMode::Listener => self.listen(control, attempts),
-            SrtMode::Caller | SrtMode::Rendezvous => match dial(&self.url, control, false) {
+            SrtMode::Caller | SrtMode::Rendezvous => match dial(&self.url, control, false, None) {
                 Ok(Some((sock, to))) => {
                     let to = to.to_string();
                     self.status.send_modify(|s| s.sender = Some(to));

@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use telebridge_sync::{Locked, RwLocked};
 
-use telebridge_config::{Latency, SrtMode, SrtUrl};
+use telebridge_config::{SrtMode, SrtUrl};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -202,6 +202,7 @@ impl SrtOutput {
             totals: LifeTotals::default(),
             reject_log: RejectLog::default(),
             meter: LinkMeter::default(),
+            latency: None,
         };
         let supervisor = Supervisor::spawn(format!("srt-out-{name}"), Backoff::default(), worker)
             .map_err(|e| OutputError::Thread(e.to_string()))?;
@@ -291,6 +292,8 @@ struct Worker {
     reject_log: RejectLog,
     /// The link as the connections measured it, for the next one's latency.
     meter: LinkMeter,
+    /// The SRT latency chosen for the current attempt (from the URL's `latency`).
+    latency: Option<Duration>,
 }
 
 impl Job for Worker {
@@ -309,8 +312,9 @@ impl Job for Worker {
             if !c.pinned {
                 info!(output = %self.url.label(), latency_ms = c.latency_ms, reason = %c.reason, "SRT latency chosen");
             }
-            self.url.latency = Some(Latency::Fixed(Duration::from_millis(c.latency_ms)));
         }
+        // Set on the socket (not written into the URL, which keeps what the user asked for).
+        self.latency = choice.as_ref().map(|c| Duration::from_millis(c.latency_ms));
         self.meter.new_connection(std::time::Instant::now());
         let shown = self.ways[self.way].to_string();
         self.status.send_modify(|s| {

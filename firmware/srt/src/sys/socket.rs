@@ -148,13 +148,20 @@ impl Socket {
         self.set_i64(ffi::SRTO_MAXBW, bytes_per_s.max(1))
     }
 
+    /// The SRT latency this end asks for (`SRTO_LATENCY`, both directions), before it connects:
+    /// an output's choice for this connection, over what [`Socket::configure`] read in the URL.
+    pub fn set_latency(&self, latency: std::time::Duration) -> Result<(), SrtError> {
+        let ms = i32::try_from(latency.as_millis()).unwrap_or(i32::MAX);
+        self.set_int(ffi::SRTO_LATENCY, ms).map_err(|e| SrtError { code: e.code, text: format!("latency: {}", e.text) })
+    }
+
     /// Applies what `url` asks for: latency, encryption, stream id, bandwidth, timeouts.
     pub fn configure(&self, url: &SrtUrl) -> Result<(), SrtError> {
         let named =
             |what: &'static str| move |e: SrtError| SrtError { code: e.code, text: format!("{what}: {}", e.text) };
         if let Some(l) = url.latency {
-            // `auto`: the output's thread puts its choice in the URL before it connects; the
-            // start where nothing chose (an input).
+            // `auto`: where nothing chose (an input); an output sets its choice after this
+            // ([`Socket::set_latency`]).
             self.set_int(ffi::SRTO_LATENCY, l.initial().as_millis() as i32).map_err(named("latency"))?;
         }
         if let Some(p) = &url.passphrase {
