@@ -111,10 +111,23 @@ fn the_latency_is_chosen_again_at_each_connection_from_the_loss_the_last_one_mea
 
     // No frame lost for good on the last connection, from 3 s after it went live to the end: the
     // decoder's count of frames missing between consecutive timecodes.
+    // On the decoder's clock: each process counts `t` from its own start, and the decoder starts
+    // first (by a second or more on a loaded machine), so the encoder's `t` would open the
+    // window early, inside the first NAK cycle this test leaves out. The last connection is the
+    // decoder input's last turn to receiving.
     let dec_lines = json_lines(&dir.join("decoder.stdout"));
     let missing = |l: &serde_json::Value| l["decoder"]["frames_missing"].as_u64();
     let decoded = |l: &serde_json::Value| l["decoder"]["frames_decoded"].as_u64().unwrap_or(0);
-    let last_start = last.live_t.expect("the last connection went live") + 3.0;
+    let receiving = |l: &serde_json::Value| l["input"]["state"] == "receiving";
+    let dec_live = dec_lines
+        .windows(2)
+        .filter(|w| !receiving(&w[0]) && receiving(&w[1]))
+        .filter_map(|w| w[1]["t"].as_f64())
+        .next_back()
+        .expect("the decoder received the last connection");
+    let enc_live = last.live_t.expect("the last connection went live");
+    eprintln!("the last connection live at {enc_live:.1} s on the encoder's clock, {dec_live:.1} s on the decoder's");
+    let last_start = dec_live + 3.0;
     let during: Vec<&serde_json::Value> =
         dec_lines.iter().filter(|l| l["t"].as_f64().is_some_and(|t| t >= last_start)).collect();
     let (first, end) = (during.first().copied(), during.last().copied());
