@@ -15,10 +15,10 @@ use super::media::{apply, start_media, Media, MediaEvent, MediaShared};
 use super::screen::Screen;
 use super::status::{unix_ms, StatusParts};
 use super::{DaemonCommand, DaemonStatus};
-use crate::changes;
-use crate::sample::MediaSample;
-use crate::sd_notify::Heartbeat;
-use crate::state::{Action, Event, Machine};
+use crate::daemon::changes;
+use crate::daemon::sample::MediaSample;
+use crate::daemon::sd_notify::Heartbeat;
+use crate::daemon::state::{Action, Event, Machine};
 
 /// What the main loop keeps from one turn to the next.
 pub(super) struct MainLoop {
@@ -27,7 +27,7 @@ pub(super) struct MainLoop {
     pub(super) machine: Machine,
     /// The LEDs' patterns, read by the GPIO thread.
     pub(super) patterns: Arc<Mutex<[LedPattern; telebridge_gpio::LEDS]>>,
-    pub(super) tally: crate::tally::Tally,
+    pub(super) tally: crate::daemon::tally::Tally,
     pub(super) status_tx: watch::Sender<DaemonStatus>,
     pub(super) heartbeat: Heartbeat,
     pub(super) started: Instant,
@@ -38,7 +38,7 @@ pub(super) struct MainLoop {
     pub(super) generation: u64,
     pub(super) last_sample: Option<MediaSample>,
     /// When each link came into its state.
-    pub(super) link_since: crate::sample::SinceBook,
+    pub(super) link_since: crate::daemon::sample::SinceBook,
     pub(super) pending_restart: Vec<&'static str>,
     pub(super) screen: Screen,
     pub(super) pairing_requests: u64,
@@ -104,7 +104,8 @@ impl MainLoop {
                     }
                     let text = self.screen.setup_card(&self.config);
                     info!(text = %text.replace('\n', " / "), "button held 10 s: showing the address");
-                    self.screen.show_until = Some(Instant::now() + Duration::from_millis(crate::state::SETUP_SHOW_MS));
+                    self.screen.show_until =
+                        Some(Instant::now() + Duration::from_millis(crate::daemon::state::SETUP_SHOW_MS));
                 }
             }
         }
@@ -132,14 +133,14 @@ impl MainLoop {
         let now = self.now_ms();
         let gpio = self.status_tx.borrow().gpio;
         self.tally.set_bridge(config.role == Role::Bridge);
-        let leds = crate::tally::panel(machine.leds(now), self.tally.pattern(now));
+        let leds = crate::daemon::tally::panel(machine.leds(now), self.tally.pattern(now));
         let on_air = self.tally.status(now).on_air;
         self.shared.on_air.store(on_air, std::sync::atomic::Ordering::Relaxed);
         self.screen.set_on_air(on_air);
         *self.patterns.locked() = leds;
         let last = self.last_sample.as_ref();
         let mut links = last.map(MediaSample::link_views).unwrap_or_default();
-        crate::sample::stamp_since(&mut links, &mut self.link_since, unix_ms());
+        crate::daemon::sample::stamp_since(&mut links, &mut self.link_since, unix_ms());
         self.status_tx.send_replace(DaemonStatus::of(StatusParts {
             config,
             machine,
@@ -242,7 +243,7 @@ impl MainLoop {
     /// joins its thread).
     async fn stop(mut self, mut media_rx: mpsc::Receiver<(u64, MediaEvent)>) {
         info!("stopping");
-        let _ = crate::sd_notify::notify("STOPPING=1");
+        let _ = crate::daemon::sd_notify::notify("STOPPING=1");
         self.screen.close();
         if let Some(mut m) = self.media.take() {
             m.stop();

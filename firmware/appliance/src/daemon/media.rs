@@ -8,8 +8,8 @@ use telebridge_config::{Role, ValidConfig};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{info, warn};
 
-use crate::changes::ChangePlan;
-use crate::sample::MediaSample;
+use crate::daemon::changes::ChangePlan;
+use crate::daemon::sample::MediaSample;
 use crate::{AppError, DecodeOptions, DecodeSample, EncoderCommand, RunOptions, StatsSample};
 
 pub(super) enum MediaEvent {

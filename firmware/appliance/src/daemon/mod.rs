@@ -4,10 +4,18 @@
 //! turns the machine's actions into starting and stopping media. It publishes a
 //! [`DaemonStatus`] for the API and beats a heartbeat the systemd watchdog thread checks.
 
+pub(crate) mod advice;
+pub(crate) mod changes;
+pub mod config_store;
+pub mod devices;
 mod main_loop;
 mod media;
+pub mod sample;
 mod screen;
+pub mod sd_notify;
+pub mod state;
 mod status;
+pub mod tally;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -21,8 +29,8 @@ use telebridge_gpio::{ButtonEvent, LedPattern};
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info};
 
-use crate::sd_notify::Heartbeat;
-use crate::state::Machine;
+use crate::daemon::sd_notify::Heartbeat;
+use crate::daemon::state::Machine;
 use crate::AppError;
 
 use main_loop::MainLoop;
@@ -124,14 +132,14 @@ pub fn start(
     info!(gpio = gpio_name, role = ?options.config.role, "appliance starting");
 
     let machine = Machine::new(now_ms());
-    let leds = crate::tally::panel(machine.leds(now_ms()), LedPattern::Off);
+    let leds = crate::daemon::tally::panel(machine.leds(now_ms()), LedPattern::Off);
     let patterns = Arc::new(Mutex::new(leds));
     let status = DaemonStatus::of(StatusParts {
         config: &options.config,
         machine: &machine,
         since_unix_ms: unix_ms(),
         led_patterns: leds,
-        tally: crate::tally::TallyStatus::default(),
+        tally: crate::daemon::tally::TallyStatus::default(),
         talk: crate::roles::talkback::TalkStatus::default(),
         gpio: gpio_name,
         media: None,
@@ -176,7 +184,7 @@ pub fn start(
         peer_link: options.peer_link,
         machine,
         patterns,
-        tally: crate::tally::Tally::default(),
+        tally: crate::daemon::tally::Tally::default(),
         status_tx,
         heartbeat,
         started,
@@ -208,7 +216,7 @@ fn spawn_gpio(
             let mut board = board;
             let mut reported = false;
             let mut tally_in = None;
-            let mut talk = crate::talk::TalkButton::default();
+            let mut talk = crate::roles::talk::TalkButton::default();
             loop {
                 let p = *gpio_patterns.locked();
                 match board.tick(now_ms(), &p) {

@@ -7,8 +7,8 @@ use serde::Serialize;
 use telebridge_config::{Role, ValidConfig};
 use telebridge_gpio::LedPattern;
 
-use crate::sample::{LinkView, MediaSample};
-use crate::state::Machine;
+use crate::daemon::sample::{LinkView, MediaSample};
+use crate::daemon::state::Machine;
 
 /// What the daemon is doing, for the API and the panel.
 #[derive(Debug, Clone, Serialize)]
@@ -24,7 +24,7 @@ pub struct DaemonStatus {
     /// What each LED shows (power, link, live, error).
     pub led_patterns: [LedPattern; telebridge_gpio::LEDS],
     /// The tally light: on air, and why.
-    pub tally: crate::tally::TallyStatus,
+    pub tally: crate::daemon::tally::TallyStatus,
     /// Talkback with the paired box.
     pub talk: crate::roles::talkback::TalkStatus,
     /// The GPIO backend.
@@ -56,7 +56,7 @@ pub(super) struct StatusParts<'a> {
     pub(super) machine: &'a Machine,
     pub(super) since_unix_ms: u64,
     pub(super) led_patterns: [LedPattern; telebridge_gpio::LEDS],
-    pub(super) tally: crate::tally::TallyStatus,
+    pub(super) tally: crate::daemon::tally::TallyStatus,
     pub(super) talk: crate::roles::talkback::TalkStatus,
     pub(super) gpio: &'static str,
     pub(super) media: Option<&'a MediaSample>,
@@ -120,7 +120,7 @@ fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
 /// advice, see [`MediaSample::alerts`]), settings waiting for a restart.
 fn alerts(machine: &Machine, media: Option<&MediaSample>, pending: &[&'static str]) -> Vec<String> {
     let mut out = Vec::new();
-    if machine.state == crate::state::State::Error {
+    if machine.state == crate::daemon::state::State::Error {
         out.push(format!("stopped: {}", machine.reason.as_deref().unwrap_or("the media failed")));
     }
     if !machine.signal {

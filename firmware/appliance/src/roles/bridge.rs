@@ -25,7 +25,7 @@ use tokio::sync::watch;
 use super::decoder::{DecodeOptions, DecodeSample};
 use super::encoder::{EncoderCommand, RunOptions};
 use super::peer::{ControlCallback, PeerFeed, PeerLink, PEER_OUTPUT};
-use crate::stats::StatsSample;
+use crate::roles::stats::StatsSample;
 use crate::AppError;
 
 /// One second of the bridge: what it sends and what it receives.
@@ -91,7 +91,7 @@ pub async fn run_bridge(
     let link = route.first.clone();
     let feed = Arc::new(PeerFeed::new(&link, config.bridge.record.clone(), options.on_control.clone()));
     let wins_ties = link.mode == telebridge_config::SrtMode::Listener;
-    let key = crate::talk::TalkKey::from_passphrase(link.passphrase.as_ref().map(|p| p.expose()));
+    let key = crate::roles::talk::TalkKey::from_passphrase(link.passphrase.as_ref().map(|p| p.expose()));
     let talk =
         options.talk.clone().map(|t| super::talkback::TalkRun::start(&config.talkback, t, &feed, key, wins_ties));
     let latest: Arc<Mutex<Option<DecodeSample>>> = Arc::default();

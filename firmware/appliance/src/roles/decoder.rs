@@ -25,8 +25,8 @@ use tracing::{info, warn};
 mod feed;
 
 use super::decoder_stop::{retire, RetireTo, Retired};
-pub use crate::decoder_stats::{AvEvent, DecodeSample, DecodeSummary, DecoderStats, DisplayStats};
-pub use crate::slate::{bridge_slate_text, slate_text, stream_problem, Arrived};
+pub use crate::roles::decoder_stats::{AvEvent, DecodeSample, DecodeSummary, DecoderStats, DisplayStats};
+pub use crate::roles::slate::{bridge_slate_text, slate_text, stream_problem, Arrived};
 use crate::AppError;
 use feed::{Decoding, Loop, Meters, Restarts};
 

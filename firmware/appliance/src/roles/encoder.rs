@@ -15,8 +15,8 @@ use tracing::info;
 mod running;
 use running::EncoderRun;
 
-use crate::signal::SignalWatch;
-use crate::stats::{StatsSample, Summary};
+use crate::roles::signal::SignalWatch;
+use crate::roles::stats::{StatsSample, Summary};
 use crate::AppError;
 
 /// Receives each one-second statistics sample.

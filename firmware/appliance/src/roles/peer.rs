@@ -32,7 +32,7 @@ pub struct PeerFeed {
     on_talk: OnceLock<ControlCallback>,
     /// The connection, for messages to the paired box (set once the encoder has started it;
     /// weak: the encoder owns it and stops it).
-    sender: RwLock<Option<std::sync::Weak<Box<dyn crate::outputs::Output>>>>,
+    sender: RwLock<Option<std::sync::Weak<Box<dyn crate::roles::outputs::Output>>>>,
 }
 
 /// Receives the paired box's control messages (see `telebridge_pairing::control`).
@@ -65,7 +65,7 @@ impl PeerFeed {
 
     /// What the peer sent (from the connection's thread).
     pub fn receive(&self, data: &[u8]) {
-        if crate::talk::is_talk(data) {
+        if crate::roles::talk::is_talk(data) {
             if let Some(cb) = self.on_talk.get() {
                 cb(data);
             }
@@ -99,7 +99,7 @@ impl PeerFeed {
     }
 
     /// The connection, for messages to the peer (set when the encoder has started it).
-    pub fn set_sender(&self, out: &Arc<Box<dyn crate::outputs::Output>>) {
+    pub fn set_sender(&self, out: &Arc<Box<dyn crate::roles::outputs::Output>>) {
         *self.sender.writing() = Some(Arc::downgrade(out));
     }
 

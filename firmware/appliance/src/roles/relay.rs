@@ -11,7 +11,7 @@ use telebridge_config::{OutputSpec, SrtUrl};
 use telebridge_srt::{InputStatus, OutputStatus, SrtInput};
 use tracing::info;
 
-use crate::outputs::{Output, OutputStarter};
+use crate::roles::outputs::{Output, OutputStarter};
 use crate::AppError;
 
 /// Receives each one-second sample.
@@ -32,8 +32,8 @@ pub struct RelayOptions {
     /// Also takes bonded senders (srtla's protocol) on this address and hands their SRT to the
     /// input, which must then be a listener (`telebridge relay --bond-listen`).
     pub bond_listen: Option<std::net::SocketAddr>,
-    /// Starts each output: [`crate::outputs::start_any`], or
-    /// [`crate::outputs::start_without_gstreamer`] for a relay that must not load GStreamer.
+    /// Starts each output: [`crate::roles::outputs::start_any`], or
+    /// [`crate::roles::outputs::start_without_gstreamer`] for a relay that must not load GStreamer.
     pub start_output: OutputStarter,
 }
 

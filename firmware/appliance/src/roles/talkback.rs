@@ -1,6 +1,6 @@
 //! Talkback in the bridge role (issue 39): this box's microphone to the paired box while its
 //! talk button is down and the channel is free, and the paired box's voice to this box's
-//! headphones, on the pair's connection beside the stream (see [`crate::talk`]). The daemon and
+//! headphones, on the pair's connection beside the stream (see [`crate::roles::talk`]). The daemon and
 //! the API press and read it through [`TalkShared`]; the bridge runs the sound ([`TalkRun`]).
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,7 +12,7 @@ use telebridge_media::talk::{TalkReceiver, TalkSender};
 use tracing::warn;
 
 use super::peer::PeerFeed;
-use crate::talk::{TalkKey, TalkLock, TalkPacket, TalkState};
+use crate::roles::talk::{TalkKey, TalkLock, TalkPacket, TalkState};
 
 /// The wall clock both boxes' bursts are compared on, ms.
 fn unix_ms() -> u64 {

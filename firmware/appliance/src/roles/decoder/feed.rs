@@ -19,7 +19,7 @@ use telebridge_media::{EncoderPipeline, EncoderSettings, TsFanout};
 use telebridge_srt::SrtOutput;
 use tracing::{info, warn};
 
-use crate::decoder_stats::{AvEvent, RecentAvEvents, RoundTrip};
+use crate::roles::decoder_stats::{AvEvent, RecentAvEvents, RoundTrip};
 use crate::roles::decoder_stop::{retire, RetireTo};
 use crate::AppError;
 

@@ -11,9 +11,9 @@ use telebridge_media::{EncoderPipeline, EncoderSettings, TsFanout};
 use tracing::{error, info, warn};
 
 use super::{select_encoder, EncoderCommand, SampleCallback};
-use crate::outputs::Output;
-use crate::signal::{BridgeLink, SignalWatch};
-use crate::stats::{EncoderMeter, StatsSample, Summary};
+use crate::roles::outputs::Output;
+use crate::roles::signal::{BridgeLink, SignalWatch};
+use crate::roles::stats::{EncoderMeter, StatsSample, Summary};
 use crate::AppError;
 
 /// One output of the encoder: its name, the output, and its place in the fan-out.
@@ -111,7 +111,7 @@ impl EncoderRun {
     }
 
     fn start_output(&self, name: &str, spec: &OutputSpec) -> Result<Arc<Box<dyn Output>>, AppError> {
-        crate::outputs::start(name, spec, self.queue_bytes, self.keyframe_proxy.clone()).map(Arc::new)
+        crate::roles::outputs::start(name, spec, self.queue_bytes, self.keyframe_proxy.clone()).map(Arc::new)
     }
 
     /// Feeds `out` from the fan-out.

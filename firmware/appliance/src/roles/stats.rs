@@ -38,7 +38,7 @@ pub struct EncoderStats {
 pub struct StatsSample {
     /// Seconds since start.
     pub t: f64,
-    /// Frames arrive from the source (see [`crate::signal`]); `null` until the first frame, or
+    /// Frames arrive from the source (see `roles::signal`); `null` until the first frame, or
     /// until it is overdue.
     pub signal: Option<bool>,
     /// The encoder.

@@ -6,10 +6,10 @@
 use serde::Serialize;
 use telebridge_srt::{InputState, OutputState, OutputStatus, SrtStats};
 
+use crate::daemon::state::Links;
 use crate::roles::bridge::BridgeSample;
 use crate::roles::decoder::DecodeSample;
-use crate::state::Links;
-use crate::stats::StatsSample;
+use crate::roles::stats::StatsSample;
 
 /// One second of the running media.
 #[derive(Debug, Clone, Serialize)]
@@ -233,7 +233,7 @@ impl MediaSample {
     }
 }
 
-/// An SRT link whose latency is too small for the RTT it measures (see [`crate::advice`]).
+/// An SRT link whose latency is too small for the RTT it measures (see [`crate::daemon::advice`]).
 fn latency_advice(name: &str, srt: &SrtStats) -> Option<String> {
     // libsrt starts from a nominal 100 ms RTT; trust the figure once a few seconds of ACKs
     // (a sender gets one every 10 ms) or of packets (a receiver) have refined it.
@@ -241,13 +241,13 @@ fn latency_advice(name: &str, srt: &SrtStats) -> Option<String> {
     if !settled {
         return None;
     }
-    crate::advice::srt_latency(srt.negotiated_latency_ms, srt.rtt_ms).map(|a| format!("{name}: {a}"))
+    crate::daemon::advice::srt_latency(srt.negotiated_latency_ms, srt.rtt_ms).map(|a| format!("{name}: {a}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::EncoderStats;
+    use crate::roles::stats::EncoderStats;
 
     fn output(name: &str, state: OutputState, reconnects: u32) -> OutputStatus {
         let mut o = OutputStatus::new("srt", name.into(), format!("srt://h:1 ({name})"), state);
