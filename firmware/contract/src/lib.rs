@@ -3,7 +3,9 @@
 //! depends on nothing of the workspace, so a transport (srt) and the panel's side (web) can
 //! share a type without depending on the part that makes it (issue 62).
 //!
-//! It starts with a bonded output's uplinks (made by bond, carried in srt's output status, read
-//! by the metrics); the daemon's status and commands are to follow.
+//! So far: an output's status and libsrt's counters (`srt`: made by srt and the outputs, read by
+//! the daemon, the panel and the metrics) and a bonded output's uplinks (`uplink`: made by bond,
+//! carried in the output's status); the daemon's status and commands are to follow.
 
+pub mod srt;
 pub mod uplink;

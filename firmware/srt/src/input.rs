@@ -357,7 +357,7 @@ impl Worker {
                     "the sender connected and left without sending".into()
                 });
             }
-            let st = sock.stats().map(|p| SrtStats::from_perf(&p));
+            let st = sock.stats().map(|p| crate::stats::from_perf(&p));
             let reason = if receiving { None } else { Some(format!("{} connected; waiting for data", self.peer())) };
             self.status.send_modify(|s| {
                 s.state = if receiving { InputState::Receiving } else { InputState::Connecting };

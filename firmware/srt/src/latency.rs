@@ -12,7 +12,6 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use telebridge_config::{Latency, LATENCY_RANGE_MS};
 
 use crate::SrtStats;
@@ -23,33 +22,11 @@ pub const TABLE: [(f64, u32); 4] = [(0.01, 3), (0.03, 4), (0.07, 5), (0.10, 6)];
 /// Round trips for loss over the table's last row.
 const BEYOND_TABLE_RTTS: u32 = 6;
 
+pub use telebridge_contract::srt::{LatencyChoice, LinkReading};
+
 /// The round trips for a loss (a fraction).
 pub fn rtts_for_loss(loss: f64) -> u32 {
     TABLE.iter().find(|(most, _)| loss <= *most).map_or(BEYOND_TABLE_RTTS, |(_, n)| *n)
-}
-
-/// The link as a connection measured it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LinkReading {
-    /// The round trip, ms (the median of libsrt's smoothed RTT over the window).
-    pub rtt_ms: f64,
-    /// Packets lost on the way, a fraction of those carried, the worse of the two directions.
-    pub loss: f64,
-    /// Packets the figure rests on (both directions).
-    pub packets: i64,
-}
-
-/// The latency chosen for a connection, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LatencyChoice {
-    /// The latency asked for, ms.
-    pub latency_ms: u64,
-    /// Pinned by the owner (`latency=MS`), not chosen.
-    pub pinned: bool,
-    /// What it rests on: the reading, if any.
-    pub reading: Option<LinkReading>,
-    /// Why, in words ("RTT 21 ms, loss 0.2 %: 3 x RTT = 63 ms").
-    pub reason: String,
 }
 
 /// The latency for the next connection: as `latency` pins it, or from `reading` (the last

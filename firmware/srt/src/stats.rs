@@ -1,133 +1,33 @@
 //! SRT statistics as libsrt reports them (`srt_bistats`), per connection and over an output's
 //! whole life.
 
-use serde::Serialize;
+pub use telebridge_contract::srt::SrtStats;
 
-/// One connection's counters (totals since it opened) and current rates.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct SrtStats {
-    /// Round-trip time, ms.
-    pub rtt_ms: f64,
-    /// Packets sent (sender) .
-    pub packets_sent: i64,
-    /// Packets the receiver reported lost in the network (recovered by retransmission or not).
-    pub packets_lost: i64,
-    /// Packets sent again.
-    pub packets_retransmitted: i64,
-    /// Packets given up on: lost and not recovered in time. What a viewer sees.
-    pub packets_dropped: i64,
-    /// Bytes sent, retransmissions included, with their headers (libsrt counts SRT's, UDP's and
-    /// IP's: what the link carries).
-    pub bytes_sent: i64,
-    /// The same, of the packets sent again.
-    pub bytes_retransmitted: i64,
-    /// Packets received (receiver).
-    pub packets_received: i64,
-    /// Packets lost on the way in (receiver).
-    pub packets_received_lost: i64,
-    /// Bytes received (receiver).
-    pub bytes_received: i64,
-    /// ACKs received from the peer: rises while the peer is alive.
-    pub acks_received: i64,
-    /// Current send rate, Mbit/s.
-    pub send_rate_mbps: f64,
-    /// Current receive rate, Mbit/s.
-    pub receive_rate_mbps: f64,
-    /// Estimated link bandwidth, Mbit/s.
-    pub bandwidth_mbps: f64,
-    /// Latency both ends agreed on, ms.
-    pub negotiated_latency_ms: i64,
-    /// Packets the receiver gave up on: lost and not recovered before their play time. What a
-    /// viewer of this end sees.
-    pub packets_received_dropped: i64,
-    /// Packets that arrived but could not be decrypted (a key mismatch).
-    pub packets_undecrypted: i64,
-    /// Sent and not yet acknowledged: the send buffer, ms of stream.
-    pub send_buffer_ms: i64,
-    /// The same in packets.
-    pub send_buffer_packets: i64,
-    /// Received and not yet delivered (waiting for their play time or a gap), ms of stream.
-    pub receive_buffer_ms: i64,
-    /// The same in packets.
-    pub receive_buffer_packets: i64,
-    /// Packets in flight (sent, not acknowledged).
-    pub flight_packets: i64,
-}
-
-impl SrtStats {
-    /// One connection's counters as libsrt reports them (`srt_bistats`).
-    pub fn from_perf(p: &crate::ffi::SRT_TRACEBSTATS) -> Self {
-        Self {
-            rtt_ms: p.msRTT,
-            packets_sent: p.pktSentTotal,
-            packets_lost: i64::from(p.pktSndLossTotal),
-            packets_retransmitted: i64::from(p.pktRetransTotal),
-            packets_dropped: i64::from(p.pktSndDropTotal),
-            bytes_sent: p.byteSentTotal as i64,
-            bytes_retransmitted: p.byteRetransTotal as i64,
-            packets_received: p.pktRecvTotal,
-            packets_received_lost: i64::from(p.pktRcvLossTotal),
-            packets_received_dropped: i64::from(p.pktRcvDropTotal),
-            packets_undecrypted: i64::from(p.pktRcvUndecryptTotal),
-            bytes_received: p.byteRecvTotal as i64,
-            acks_received: i64::from(p.pktRecvACKTotal),
-            send_rate_mbps: p.mbpsSendRate,
-            receive_rate_mbps: p.mbpsRecvRate,
-            bandwidth_mbps: p.mbpsBandwidth,
-            negotiated_latency_ms: i64::from(p.msSndTsbPdDelay.max(p.msRcvTsbPdDelay)),
-            send_buffer_ms: i64::from(p.msSndBuf),
-            send_buffer_packets: i64::from(p.pktSndBuf),
-            receive_buffer_ms: i64::from(p.msRcvBuf),
-            receive_buffer_packets: i64::from(p.pktRcvBuf),
-            flight_packets: i64::from(p.pktFlightSize),
-        }
-    }
-
-    /// Sums several connections (a listener's callers): counters add up, RTT is the worst.
-    pub fn total<'a>(all: impl IntoIterator<Item = &'a SrtStats>) -> SrtStats {
-        all.into_iter().fold(SrtStats::default(), |mut t, s| {
-            t.rtt_ms = t.rtt_ms.max(s.rtt_ms);
-            t.packets_sent += s.packets_sent;
-            t.packets_lost += s.packets_lost;
-            t.packets_retransmitted += s.packets_retransmitted;
-            t.packets_dropped += s.packets_dropped;
-            t.bytes_sent += s.bytes_sent;
-            t.bytes_retransmitted += s.bytes_retransmitted;
-            t.packets_received += s.packets_received;
-            t.packets_received_lost += s.packets_received_lost;
-            t.bytes_received += s.bytes_received;
-            t.acks_received += s.acks_received;
-            t.send_rate_mbps += s.send_rate_mbps;
-            t.receive_rate_mbps += s.receive_rate_mbps;
-            t.bandwidth_mbps = t.bandwidth_mbps.max(s.bandwidth_mbps);
-            t.negotiated_latency_ms = t.negotiated_latency_ms.max(s.negotiated_latency_ms);
-            t.packets_received_dropped += s.packets_received_dropped;
-            t.packets_undecrypted += s.packets_undecrypted;
-            t.send_buffer_ms = t.send_buffer_ms.max(s.send_buffer_ms);
-            t.send_buffer_packets += s.send_buffer_packets;
-            t.receive_buffer_ms = t.receive_buffer_ms.max(s.receive_buffer_ms);
-            t.receive_buffer_packets += s.receive_buffer_packets;
-            t.flight_packets += s.flight_packets;
-            t
-        })
-    }
-}
-
-impl SrtStats {
-    /// Adds `other`'s counters (not its rates, RTT or latency) to these.
-    fn add_counters(&mut self, other: &SrtStats) {
-        self.packets_sent += other.packets_sent;
-        self.packets_lost += other.packets_lost;
-        self.packets_retransmitted += other.packets_retransmitted;
-        self.packets_dropped += other.packets_dropped;
-        self.bytes_sent += other.bytes_sent;
-        self.bytes_retransmitted += other.bytes_retransmitted;
-        self.packets_received += other.packets_received;
-        self.packets_received_lost += other.packets_received_lost;
-        self.bytes_received += other.bytes_received;
-        self.acks_received += other.acks_received;
-        self.packets_received_dropped += other.packets_received_dropped;
-        self.packets_undecrypted += other.packets_undecrypted;
+/// One connection's counters as libsrt reports them (`srt_bistats`).
+pub fn from_perf(p: &crate::ffi::SRT_TRACEBSTATS) -> SrtStats {
+    SrtStats {
+        rtt_ms: p.msRTT,
+        packets_sent: p.pktSentTotal,
+        packets_lost: i64::from(p.pktSndLossTotal),
+        packets_retransmitted: i64::from(p.pktRetransTotal),
+        packets_dropped: i64::from(p.pktSndDropTotal),
+        bytes_sent: p.byteSentTotal as i64,
+        bytes_retransmitted: p.byteRetransTotal as i64,
+        packets_received: p.pktRecvTotal,
+        packets_received_lost: i64::from(p.pktRcvLossTotal),
+        packets_received_dropped: i64::from(p.pktRcvDropTotal),
+        packets_undecrypted: i64::from(p.pktRcvUndecryptTotal),
+        bytes_received: p.byteRecvTotal as i64,
+        acks_received: i64::from(p.pktRecvACKTotal),
+        send_rate_mbps: p.mbpsSendRate,
+        receive_rate_mbps: p.mbpsRecvRate,
+        bandwidth_mbps: p.mbpsBandwidth,
+        negotiated_latency_ms: i64::from(p.msSndTsbPdDelay.max(p.msRcvTsbPdDelay)),
+        send_buffer_ms: i64::from(p.msSndBuf),
+        send_buffer_packets: i64::from(p.pktSndBuf),
+        receive_buffer_ms: i64::from(p.msRcvBuf),
+        receive_buffer_packets: i64::from(p.pktRcvBuf),
+        flight_packets: i64::from(p.pktFlightSize),
     }
 }
 
@@ -209,7 +109,7 @@ mod tests {
             mbpsSendRate: 4.2,
             ..Default::default()
         };
-        let st = SrtStats::from_perf(&p);
+        let st = crate::stats::from_perf(&p);
         assert_eq!((st.packets_sent, st.packets_lost, st.packets_retransmitted, st.packets_dropped), (1000, 7, 9, 2));
         assert_eq!((st.acks_received, st.packets_received_dropped), (55, 3));
         assert_eq!(st.negotiated_latency_ms, 200, "the larger of the two directions");

@@ -136,7 +136,7 @@ fn line(r: &Row) -> String {
 #[cfg(test)]
 mod tests {
     use telebridge_appliance::{EncoderStats, StatsSample};
-    use telebridge_srt::{OutputState, OutputStatus};
+    use telebridge_contract::srt::{OutputState, OutputStatus};
 
     use super::*;
 

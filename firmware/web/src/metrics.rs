@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use telebridge_appliance::state::State;
 use telebridge_appliance::{DaemonStatus, MediaSample};
+use telebridge_contract::srt::SrtStats;
 use telebridge_contract::uplink::{LinkState, LinkStatus};
-use telebridge_srt::SrtStats;
 
 fn label(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', " ")
@@ -151,8 +151,9 @@ pub fn render(s: &DaemonStatus) -> String {
 type UplinkSeries = (&'static str, &'static str, fn(&LinkStatus) -> f64, &'static str);
 
 /// Each bonded output's uplinks, labelled by output and uplink (interface or address).
-fn uplinks(o: &mut Out, outputs: &[telebridge_srt::OutputStatus]) {
-    let bonded: Vec<&telebridge_srt::OutputStatus> = outputs.iter().filter(|x| !x.uplinks.is_empty()).collect();
+fn uplinks(o: &mut Out, outputs: &[telebridge_contract::srt::OutputStatus]) {
+    let bonded: Vec<&telebridge_contract::srt::OutputStatus> =
+        outputs.iter().filter(|x| !x.uplinks.is_empty()).collect();
     if bonded.is_empty() {
         return;
     }

@@ -233,7 +233,7 @@ impl SrtOutput {
         self.shared
             .conns()
             .iter()
-            .filter_map(|c| c.socket.stats().map(|p| (c.addr.clone(), SrtStats::from_perf(&p))))
+            .filter_map(|c| c.socket.stats().map(|p| (c.addr.clone(), crate::stats::from_perf(&p))))
             .collect()
     }
 

@@ -135,7 +135,7 @@ impl Worker {
                 let now = Instant::now();
                 let gone = if c.socket.state() != SockState::Connected {
                     Some("left".to_string())
-                } else if let Some(st) = c.socket.stats().map(|p| SrtStats::from_perf(&p)) {
+                } else if let Some(st) = c.socket.stats().map(|p| crate::stats::from_perf(&p)) {
                     let timeout = ack_timeout(&self.url, Duration::from_secs_f64(st.rtt_ms / 1000.0));
                     let watch = watches.entry(c.socket.id()).or_insert_with(|| PeerWatch::new(now));
                     let verdict = watch.observe(st.acks_received, st.packets_sent, now, timeout);
@@ -209,7 +209,7 @@ impl Worker {
             }
             last_tick = Instant::now();
             let Some(perf) = conn.socket.stats() else { continue };
-            let st = SrtStats::from_perf(&perf);
+            let st = crate::stats::from_perf(&perf);
             let timeout = ack_timeout(&self.url, Duration::from_secs_f64(st.rtt_ms / 1000.0));
             if let Peer::Gone(silent) = peer.observe(st.acks_received, st.packets_sent, Instant::now(), timeout) {
                 return Some(format!(
