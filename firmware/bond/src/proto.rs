@@ -79,7 +79,9 @@ pub fn parse(data: &[u8]) -> Packet<'_> {
         ACK => Packet::Ack((1..data.len() / 4).filter_map(|i| be32(data, i * 4)).collect()),
         REG1 => id().map_or(Packet::Unknown, Packet::Reg1),
         REG2 => id().map_or(Packet::Unknown, Packet::Reg2),
-        REG3 if data.len() == 2 => Packet::Reg3,
+        // At any length: receivers that pad their replies to 32 bytes (some carriers' NATs drop
+        // tiny datagrams) are answered as srtla_send does; 0x9202 is no SRT control type.
+        REG3 => Packet::Reg3,
         REG_ERR => Packet::RegErr,
         REG_NGP => Packet::RegNgp,
         REG_NAK => Packet::RegNak,
@@ -277,6 +279,12 @@ mod tests {
         assert_eq!(parse(&reg3()), Packet::Reg3);
         assert_eq!(parse(&reg_ngp()), Packet::RegNgp);
         assert_eq!(parse(&reg_err()), Packet::RegErr);
+        // Replies padded to 32 bytes (CERALIVE's and irlserver's receivers) read the same.
+        for reply in [reg3(), reg_ngp(), reg_err()] {
+            let mut padded = reply.clone();
+            padded.resize(32, 0);
+            assert_eq!(parse(&padded), parse(&reply), "{reply:02x?} padded");
+        }
         // srtla checks the lengths exactly: a short REG1 is nothing.
         assert_eq!(parse(&reg1(&id)[..100]), Packet::Unknown);
         assert_eq!(reg1(&id).len(), 258);
