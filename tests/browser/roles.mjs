@@ -10,7 +10,8 @@
 // - the decoder box goes away: the SRT output is down, and the RTMP output keeps the full bitrate
 //   (an output that is down has no say in it);
 // - every output removed: going live is refused in words;
-// - every configuration the panel saved passes `telebridge config check`.
+// - every configuration the panel saved passes `telebridge config check`, and `telebridge run`
+//   (not simulated) starts on it with its panel answering.
 //
 // Screenshots of every page go to $ARTIFACTS (default target/browser-artifacts).
 //
@@ -249,6 +250,22 @@ try {
   }
   check(pageErrors.length === 0, `no script error in the panel${pageErrors.length ? `: ${pageErrors.join('; ')}` : ''}`);
   check(saved.length >= 4, `telebridge config check passes on each of the ${saved.length} configurations the panel saved`);
+  // And a box starts on each (telebridge run, not simulated: the real backends' checks at
+  // start), its panel answering.
+  for (const file of saved) {
+    const port = await freePort();
+    const box = spawn(bin, ['run', '--config', file, '--http', `127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    box.stderr.on('data', (d) => { err += d; });
+    try {
+      await waitFor(`telebridge run on ${file}`, async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 20000);
+    } catch (e) {
+      throw new Error(`${e.message}: ${err.slice(-1500)}`);
+    } finally {
+      box.kill('SIGTERM');
+    }
+  }
+  check(true, 'telebridge run starts on each of them, its panel answering');
 } catch (e) {
   failed = true;
   console.error(e.message);
