@@ -170,6 +170,13 @@ async function journey(browser, label, viewport) {
   check(/Mbit\/s sent · RTT \d+ ms · loss [\d.]+ % · \d+ retransmitted/.test(studio) && / since \d\d:\d\d:\d\d/.test(studio),
     `${label}: the SRT output's card: ${studio.replace(/\s+/g, ' ').trim()}`);
   await pe.shot('5-live');
+  // Dark mode follows the device; the state is announced to a screen reader as it changes.
+  await pe.emulateMedia({ colorScheme: 'dark' });
+  const dark = await pe.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  check(dark === 'rgb(11, 15, 23)' && (await pe.getAttribute('#state-word', 'aria-live')) === 'polite',
+    `${label}: dark mode follows the device (${dark}); the state word is aria-live`);
+  await pe.shot('5-live-dark');
+  await pe.emulateMedia({ colorScheme: 'light' });
 
   // The decoder: the picture it receives, who sends it, the link's figures.
   await pd.waitForSelector('#state-word:text-is("Receiving")', { timeout: 20000 });
