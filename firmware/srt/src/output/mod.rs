@@ -62,32 +62,18 @@ struct Conn {
     addr: Option<String>,
 }
 
-/// How an output's connections are paced, when a rate control sets it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pacing {
-    /// By the input rate libsrt measures, [`PACING_OVERHEAD_PCT`] over it for retransmissions,
-    /// never under `min_bytes_per_s` ([`crate::socket::Socket::pace_by_input`]).
-    ByInput {
-        /// The least input rate assumed, bytes/s.
-        min_bytes_per_s: i64,
-    },
-    /// At most `bytes_per_s`, retransmissions included ([`crate::socket::Socket::pace_at_most`]): while
-    /// the link is congested, the input rate libsrt measures still holds the rate before a cut
-    /// for up to a second, and sending at it keeps the bottleneck's queue full.
-    AtMost {
-        /// The ceiling, bytes/s.
-        bytes_per_s: i64,
-    },
-}
+/// How an output's connections are paced, as the rate control sets it (its type: one concept).
+pub use telebridge_rate::Pacing;
 
-impl Pacing {
-    fn apply(self, socket: &Socket) -> Result<(), crate::error::SrtError> {
-        match self {
-            Pacing::ByInput { min_bytes_per_s } => {
-                socket.pace_by_input(min_bytes_per_s, pacing_overhead_pct(socket.peer_latency_ms()))
-            }
-            Pacing::AtMost { bytes_per_s } => socket.pace_at_most(bytes_per_s),
+/// Sets `pacing` on `socket`: by the input rate libsrt measures, [`PACING_OVERHEAD_PCT`] over it
+/// for retransmissions ([`crate::socket::Socket::pace_by_input`]), or at most a rate
+/// ([`crate::socket::Socket::pace_at_most`]).
+fn apply(pacing: Pacing, socket: &Socket) -> Result<(), crate::error::SrtError> {
+    match pacing {
+        Pacing::ByInput { min_bytes_per_s } => {
+            socket.pace_by_input(min_bytes_per_s, pacing_overhead_pct(socket.peer_latency_ms()))
         }
+        Pacing::AtMost { bytes_per_s } => socket.pace_at_most(bytes_per_s),
     }
 }
 
@@ -131,7 +117,7 @@ impl Shared {
     fn add(&self, c: Arc<Conn>) {
         let pacing = *self.pacing.locked();
         if let Some(p) = pacing {
-            if let Err(e) = p.apply(&c.socket) {
+            if let Err(e) = apply(p, &c.socket) {
                 warn!(error = %e, "cannot pace the new connection for the stream's rate");
             }
         }
@@ -246,7 +232,7 @@ impl SrtOutput {
         }
         *self.shared.pacing.locked() = Some(pacing);
         for c in self.shared.conns().iter() {
-            if let Err(e) = pacing.apply(&c.socket) {
+            if let Err(e) = apply(pacing, &c.socket) {
                 warn!(output = %self.name, error = %e, "cannot pace the connection for the new rate");
             }
         }
@@ -382,7 +368,7 @@ mod tests {
         let url = SrtUrl::parse("srt://127.0.0.1:9000?latency=61").expect("a URL");
         socket.configure(&url).expect("libsrt takes it");
         assert_eq!(socket.peer_latency_ms(), Some(61));
-        Pacing::ByInput { min_bytes_per_s: 100_000 }.apply(&socket).expect("paced");
+        apply(Pacing::ByInput { min_bytes_per_s: 100_000 }, &socket).expect("paced");
         assert_eq!(socket.get_int(crate::ffi::SRTO_OHEADBW), Some(96), "the overhead for 61 ms");
     }
 }

@@ -370,12 +370,8 @@ fn link_sample(s: &telebridge_srt::SrtStats) -> crate::rate::LinkSample {
     }
 }
 
-/// The rate control's pacing to every SRT output, as libsrt's options.
+/// The rate control's pacing to every SRT output.
 fn pace(outputs: &[Running], pacing: crate::rate::Pacing) {
-    let pacing = match pacing {
-        crate::rate::Pacing::ByInput { min_bytes_per_s } => telebridge_srt::output::Pacing::ByInput { min_bytes_per_s },
-        crate::rate::Pacing::AtMost { bytes_per_s } => telebridge_srt::output::Pacing::AtMost { bytes_per_s },
-    };
     for (_, o, _) in outputs {
         if let Some(o) = o.srt() {
             o.pace(pacing);
