@@ -6,6 +6,7 @@
 //! This crate depends on serde only: no async runtime, no GStreamer.
 
 mod bridge;
+pub mod devices;
 mod file;
 mod host;
 mod latency;
@@ -40,3 +41,7 @@ pub use validate::{meet_slot, FieldError, MeetHello, MeetToken, RelaySpec, Valid
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].
 pub const EXAMPLE_TOML: &str = include_str!("../telebridge.example.toml");
+
+/// Turns the file's configuration into the running one (`--sim` and the command line's flags);
+/// applied at start and again to every reload.
+pub type Overrides = std::sync::Arc<dyn Fn(Config) -> Config + Send + Sync>;

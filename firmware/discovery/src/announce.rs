@@ -1,81 +1,10 @@
 //! What a box says about itself on the network.
 
-use std::collections::hash_map::DefaultHasher;
-use std::fmt;
-use std::hash::{Hash, Hasher};
-
-use serde::Serialize;
 use telebridge_config::Role;
 
 use crate::TXT_VERSION;
 
-/// A box's id on the network: 12 lowercase hex digits, stable while the box keeps its machine
-/// and configuration (so a box that restarts without saying goodbye is not listed twice for
-/// long), and not the machine id itself (derived from it, one way).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
-pub struct BoxId(String);
-
-/// Hex digits in a [`BoxId`].
-pub const ID_LEN: usize = 12;
-
-impl BoxId {
-    /// The id derived from `seed` (the machine id and the configuration's path).
-    pub fn from_seed(seed: &str) -> Self {
-        let mut id = String::with_capacity(ID_LEN);
-        for round in 0u8..2 {
-            let mut h = DefaultHasher::new();
-            ("telebridge-discovery", round, seed).hash(&mut h);
-            id.push_str(&format!("{:016x}", h.finish())[..ID_LEN / 2]);
-        }
-        Self(id)
-    }
-
-    /// `text` as an id, if it is one (12 lowercase hex digits).
-    pub fn parse(text: &str) -> Option<Self> {
-        let ok = text.len() == ID_LEN && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        ok.then(|| Self(text.to_string()))
-    }
-
-    /// The id as text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for BoxId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Where a box stands on pairing, as it announces it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PairingState {
-    /// Not paired, no code shown.
-    Unpaired,
-    /// Showing a pairing code now: the box to pick.
-    Open,
-    /// Paired with a box.
-    Paired,
-}
-
-impl PairingState {
-    /// The state's word in the TXT record.
-    pub fn name(self) -> &'static str {
-        match self {
-            PairingState::Unpaired => "unpaired",
-            PairingState::Open => "open",
-            PairingState::Paired => "paired",
-        }
-    }
-
-    /// The state named `name`, if it is one.
-    pub fn from_name(name: &str) -> Option<Self> {
-        [PairingState::Unpaired, PairingState::Open, PairingState::Paired].into_iter().find(|s| s.name() == name)
-    }
-}
+pub use telebridge_contract::nearby::{BoxId, PairingState};
 
 /// What one box announces: one `_telebridge._udp` instance.
 #[derive(Debug, Clone, PartialEq, Eq)]

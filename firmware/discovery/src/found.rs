@@ -3,7 +3,6 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use serde::{Serialize, Serializer};
 use telebridge_config::{is_box_name, Role};
 
 use crate::announce::{BoxId, PairingState};
@@ -27,34 +26,7 @@ pub struct Record {
     pub txt: Vec<(String, String)>,
 }
 
-/// A box found on the network, as the Pair page and `telebridge discover` show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Found {
-    /// Its id.
-    pub id: BoxId,
-    /// Its name.
-    pub name: String,
-    /// Its role.
-    #[serde(serialize_with = "role_name")]
-    pub role: Role,
-    /// Where it stands on pairing.
-    pub pairing: PairingState,
-    /// Its panel, the address to pair with: an IPv4 address first (a link-local one last).
-    pub panel: SocketAddr,
-    /// Every address it announced, in the order tried.
-    pub addresses: Vec<IpAddr>,
-    /// Addresses that announced this box (its id, or its name under another id) besides the
-    /// ones it was first seen at: someone else says they are it (issue 57, finding 2). The
-    /// list keeps the first-seen record; the Pair page shows the conflict.
-    pub conflict: Vec<IpAddr>,
-    /// Whether its panel answered at the address announced (a record whose panel does not
-    /// answer is the first to go when the list is full).
-    pub answered: bool,
-}
-
-fn role_name<S: Serializer>(role: &Role, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(role.name())
-}
+pub use telebridge_contract::nearby::Found;
 
 /// Why a record is not listed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,9 +52,10 @@ pub enum Refused {
     NoPort,
 }
 
-impl Found {
-    /// The box `record` describes, if its claims hold.
-    pub fn from_record(record: &Record) -> Result<Found, Refused> {
+impl Record {
+    /// The box this record describes, if its claims hold.
+    pub fn found(&self) -> Result<Found, Refused> {
+        let record = self;
         let get = |key: &'static str| {
             record
                 .txt
@@ -165,9 +138,9 @@ mod tests {
 
     #[test]
     fn a_good_record_is_a_box_whose_panel_is_its_best_address() {
-        let f =
-            Found::from_record(&record(&GOOD, &["fe80::1", "169.254.3.4", "2001:db8::5", "192.168.1.20", "127.0.0.1"]))
-                .expect("a good record");
+        let f = record(&GOOD, &["fe80::1", "169.254.3.4", "2001:db8::5", "192.168.1.20", "127.0.0.1"])
+            .found()
+            .expect("a good record");
         assert_eq!(f.name, "studio-a");
         assert_eq!(f.role, Role::Bridge);
         assert_eq!(f.pairing, PairingState::Open);
@@ -197,7 +170,7 @@ mod tests {
         ];
         for (key, value, named) in cases {
             let r = Record { txt: with(key, value), ..record(&GOOD, &["192.168.1.20"]) };
-            let e = Found::from_record(&r).expect_err(value);
+            let e = r.found().expect_err(value);
             assert!(e.to_string().contains(named), "{e}");
             assert!(e.to_string().len() < 200, "the value heard is shortened: {e}");
         }
@@ -205,14 +178,11 @@ mod tests {
             txt: with("role", "x").into_iter().filter(|(k, _)| k != "role").collect(),
             ..record(&GOOD, &["192.168.1.20"])
         };
-        assert_eq!(Found::from_record(&missing), Err(Refused::Missing("role")));
-        assert_eq!(
-            Found::from_record(&record(&GOOD, &["127.0.0.1", "fe80::1", "224.0.0.251"])),
-            Err(Refused::NoAddress)
-        );
-        assert_eq!(Found::from_record(&Record { port: 0, ..record(&GOOD, &["10.0.0.1"]) }), Err(Refused::NoPort));
+        assert_eq!(missing.found(), Err(Refused::Missing("role")));
+        assert_eq!(record(&GOOD, &["127.0.0.1", "fe80::1", "224.0.0.251"]).found(), Err(Refused::NoAddress));
+        assert_eq!(Record { port: 0, ..record(&GOOD, &["10.0.0.1"]) }.found(), Err(Refused::NoPort));
         let many: Vec<String> = (0..300).map(|i| format!("10.0.{}.{}", i / 250, i % 250 + 1)).collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
-        assert_eq!(Found::from_record(&record(&GOOD, &many)).expect("many").addresses.len(), MAX_ADDRESSES);
+        assert_eq!(record(&GOOD, &many).found().expect("many").addresses.len(), MAX_ADDRESSES);
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! The decisions are pure and tested without a socket: what a box says about itself
 //! ([`Announcement`], its TXT record), what a record heard from the network may claim
-//! ([`Found::from_record`]: a stranger on the LAN can announce anything, so every field is
+//! ([`Record::found`]: a stranger on the LAN can announce anything, so every field is
 //! checked and bounded), and the list kept from the events ([`Neighbours`]). [`Discovery`] is
 //! the thin part around mdns-sd's thread.
 //!
@@ -17,11 +17,13 @@
 mod announce;
 mod found;
 mod io;
+mod nearby;
 mod neighbours;
 
 pub use announce::{Announcement, BoxId, PairingState};
 pub use found::{Found, Record, Refused};
 pub use io::{browse_for, Discovery, DiscoveryError};
+pub use nearby::Nearby;
 pub use neighbours::{Neighbours, NotListed, MAX_BOXES, PER_ADDRESS};
 
 /// The DNS-SD service type (RFC 6763 §7: `_name._udp` for a service that is not on TCP alone;

@@ -109,7 +109,7 @@ impl Neighbours {
     }
 
     fn resolve(&mut self, record: &Record, now: Instant) -> Result<Option<std::net::SocketAddr>, NotListed> {
-        let found = Found::from_record(record)?;
+        let found = record.found()?;
         if Some(&found.id) == self.me.as_ref() {
             return Ok(None);
         }

@@ -2,11 +2,7 @@
 //! (`/dev/gpiochip0`, via linux-embedded-hal), simulated pins whose state the API shows and whose
 //! button it presses, or none.
 
-use std::sync::{Arc, Mutex};
-use telebridge_sync::Locked;
-
 use embedded_hal::digital::{ErrorType, InputPin, OutputPin};
-use serde::Serialize;
 use telebridge_config::{GpioBackend, GpioPins};
 
 use crate::{Inputs, LedPattern, Panel, LEDS};
@@ -37,38 +33,7 @@ pub enum GpioError {
     NotLinux,
 }
 
-/// The simulated board's state: what the LEDs show, whether the button is down and whether the
-/// tally input is active.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct SimState {
-    /// power, link, live, error, tally.
-    pub leds: [bool; LEDS],
-    /// The button is held down.
-    pub button_pressed: bool,
-    /// The vision mixer's tally contact is closed (this box on air).
-    pub tally_in: bool,
-}
-
-/// A simulated board shared between the pins and the API.
-#[derive(Debug, Clone, Default)]
-pub struct SimBoard(Arc<Mutex<SimState>>);
-
-impl SimBoard {
-    /// The state now.
-    pub fn state(&self) -> SimState {
-        *self.0.locked()
-    }
-
-    /// Holds the button down (`true`) or lets it go.
-    pub fn set_button(&self, pressed: bool) {
-        self.0.locked().button_pressed = pressed;
-    }
-
-    /// Closes the mixer's tally contact (`true`) or opens it.
-    pub fn set_tally_in(&self, on_air: bool) {
-        self.0.locked().tally_in = on_air;
-    }
-}
+pub use telebridge_contract::gpio::{SimBoard, SimState};
 
 /// A simulated LED.
 #[derive(Debug)]
@@ -101,12 +66,12 @@ impl ErrorType for SimLed {
 
 impl OutputPin for SimLed {
     fn set_low(&mut self) -> Result<(), Self::Error> {
-        self.board.0.locked().leds[self.index] = false;
+        self.board.set_led(self.index, false);
         Ok(())
     }
 
     fn set_high(&mut self) -> Result<(), Self::Error> {
-        self.board.0.locked().leds[self.index] = true;
+        self.board.set_led(self.index, true);
         Ok(())
     }
 }

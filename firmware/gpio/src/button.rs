@@ -2,24 +2,7 @@
 //! [`HOLD_STOP_MS`] stops; holding for [`HOLD_SETUP_MS`] shows the setup code. Holds fire while
 //! the button is still down, so the box answers without waiting for the release.
 
-use serde::Serialize;
-
-/// A hold this long stops, ms.
-pub const HOLD_STOP_MS: u64 = 3_000;
-/// A hold this long shows the setup code and address, ms.
-pub const HOLD_SETUP_MS: u64 = 10_000;
-
-/// What the user did with the button.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ButtonEvent {
-    /// Pressed and released within 3 s: toggle live.
-    Press,
-    /// Held 3 s: stop.
-    HoldStop,
-    /// Held 10 s: show the setup code.
-    HoldSetup,
-}
+pub use telebridge_contract::gpio::{ButtonEvent, HOLD_SETUP_MS, HOLD_STOP_MS};
 
 /// Turns debounced levels (pressed or not) into [`ButtonEvent`]s.
 #[derive(Debug, Clone, Default)]

@@ -7,9 +7,9 @@ pub mod backend;
 mod button;
 mod debounce;
 mod panel;
-mod pattern;
 
 pub use button::{ButtonEvent, ButtonTracker, HOLD_SETUP_MS, HOLD_STOP_MS};
 pub use debounce::{Debouncer, DEBOUNCE_MS};
-pub use panel::{Inputs, Led, Panel, LEDS};
-pub use pattern::LedPattern;
+pub use panel::{Inputs, Panel};
+pub use telebridge_contract::gpio::LedPattern;
+pub use telebridge_contract::gpio::{Led, LEDS};

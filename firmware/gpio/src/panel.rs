@@ -3,45 +3,8 @@
 //! press and hold events, and reads the tally input (a vision mixer's contact), debounced.
 
 use embedded_hal::digital::{InputPin, OutputPin};
-use serde::Serialize;
 
-use crate::{ButtonEvent, ButtonTracker, Debouncer, LedPattern, DEBOUNCE_MS};
-
-/// The LEDs by role, in the order of the pattern array.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Led {
-    /// On while the daemon runs.
-    Power = 0,
-    /// The link: connecting, connected, retrying.
-    Link = 1,
-    /// On air.
-    Live = 2,
-    /// Needs attention.
-    Error = 3,
-    /// The tally: this box's picture is on air (told by the API, the tally input or the paired
-    /// box).
-    Tally = 4,
-}
-
-/// How many LEDs a panel drives (the configuration's count).
-pub const LEDS: usize = telebridge_config::GPIO_LEDS;
-
-impl Led {
-    /// All of them, in array order.
-    pub const ALL: [Led; LEDS] = [Led::Power, Led::Link, Led::Live, Led::Error, Led::Tally];
-
-    /// The LED's name, as the API writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Led::Power => "power",
-            Led::Link => "link",
-            Led::Live => "live",
-            Led::Error => "error",
-            Led::Tally => "tally",
-        }
-    }
-}
+use crate::{ButtonEvent, ButtonTracker, Debouncer, Led, LedPattern, DEBOUNCE_MS, LEDS};
 
 /// What the inputs said at one tick.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -3,20 +3,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-/// Percentiles over the last few seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct LatencySummary {
-    /// Median, ms.
-    pub p50_ms: f64,
-    /// 95th percentile, ms.
-    pub p95_ms: f64,
-    /// Largest, ms.
-    pub max_ms: f64,
-    /// Frames measured in the window.
-    pub samples: usize,
-}
+pub use telebridge_contract::measure::LatencySummary;
 
 /// A sliding window of latency samples.
 #[derive(Debug, Clone)]

@@ -14,6 +14,7 @@ pub mod latency;
 pub mod lipsync;
 pub mod platform;
 mod slate_picture;
+mod stream_kind;
 #[allow(unsafe_code)]
 mod sys;
 pub mod talk;

@@ -31,24 +31,7 @@ pub fn latency_for(rtt_ms: u32, min: Duration) -> Duration {
     min.max(Duration::from_millis(u64::from(rtt_ms) * u64::from(LATENCY_RTTS)))
 }
 
-/// How a bridge reaches its peer: the way to try first, and others to try in turn when it does
-/// not connect.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PeerRoute {
-    /// The paired box's name, for the slate (none for a link made by hand).
-    pub peer_name: Option<String>,
-    /// The pairing's listen/call way (or a link made by hand).
-    pub first: SrtUrl,
-    /// Then: a rendezvous with the other's public address, then one through the meeting point.
-    pub then: Vec<SrtUrl>,
-}
-
-impl PeerRoute {
-    /// A route of one way.
-    pub fn only(url: SrtUrl) -> Self {
-        Self { peer_name: None, first: url, then: Vec::new() }
-    }
-}
+pub use telebridge_contract::daemon::PeerRoute;
 
 /// How long a rendezvous attempt waits for the other side: libsrt waits ten times
 /// `SRTO_CONNTIMEO` in rendezvous.

@@ -19,19 +19,19 @@ pub fn peer_label(url: &SrtUrl) -> String {
 /// Calls (or meets, in rendezvous) the peer `url` names. `Ok(None)` when stopped while calling;
 /// `Err` says why not in words: the peer's refusal, or that nobody answered.
 /// `send_only`: the connection will never receive (see [`Socket::set_send_only`]); `latency`:
-/// the SRT latency chosen for this connection, over the URL's.
+/// the SRT latency chosen for this connection, over the URL's ([`Socket::tune`]).
 pub fn dial(
     url: &SrtUrl,
     control: &Control,
     send_only: bool,
-    latency: Option<std::time::Duration>,
+    latency: Option<&crate::latency::LatencyChoice>,
 ) -> Result<Option<(Socket, SocketAddr)>, String> {
     let host = url.host.as_deref().unwrap_or("127.0.0.1");
     let remote = resolve(host, url.port).map_err(|e| e.to_string())?;
     let sock = Socket::new().map_err(|e| e.to_string())?;
     sock.configure(url).map_err(|e| e.to_string())?;
-    if let Some(l) = latency {
-        sock.set_latency(l).map_err(|e| e.to_string())?;
+    if let Some(c) = latency {
+        sock.tune(c).map_err(|e| e.to_string())?;
     }
     if send_only {
         sock.set_send_only().map_err(|e| e.to_string())?;

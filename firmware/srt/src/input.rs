@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use telebridge_sync::Locked;
 
-use serde::Serialize;
 use telebridge_config::{SrtMode, SrtUrl};
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -26,50 +25,7 @@ use crate::supervisor::{Attempt, Control, Job, Supervisor};
 use crate::ts_check::ContinuityCheck;
 use crate::{Backoff, SrtStats};
 
-/// Where an input is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InputState {
-    /// Listening; no caller yet (or the caller left).
-    Listening,
-    /// Calling the sender.
-    Connecting,
-    /// A stream is arriving.
-    Receiving,
-    /// The last attempt failed; waiting to retry.
-    Retrying,
-    /// Stopped on request.
-    Stopped,
-}
-
-/// What an input reports.
-#[derive(Debug, Clone, Serialize)]
-pub struct InputStatus {
-    /// The URL without secrets.
-    pub url: String,
-    /// Current state.
-    pub state: InputState,
-    /// Why no stream is arriving, in words.
-    pub reason: Option<String>,
-    /// Connections that ended so far.
-    pub reconnects: u32,
-    /// Receiver counters (packets received, lost in the network, RTT, rate, latency).
-    pub srt: SrtStats,
-    /// MPEG-TS packets missing from what arrived: lost for good.
-    pub ts_continuity_errors: u64,
-    /// 188-byte pieces received that were not MPEG-TS packets (no sync byte): the sender sends
-    /// something else.
-    pub not_ts_packets: u64,
-    /// Bytes received since start.
-    pub bytes: u64,
-    /// Milliseconds since the last data (null before any).
-    pub last_data_ms_ago: Option<u64>,
-    /// The stream id the connected sender gave (`streamid=` in its URL), if any.
-    pub stream_id: Option<String>,
-    /// The sender's address (the caller that came in, or the listener this input calls), kept
-    /// after it goes until another comes: who sent last.
-    pub sender: Option<String>,
-}
+pub use telebridge_contract::srt::{InputState, InputStatus};
 
 /// Why an input could not be created.
 #[derive(Debug, thiserror::Error)]

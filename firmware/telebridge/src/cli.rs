@@ -250,7 +250,7 @@ fn bridge(args: BridgeArgs) -> ExitCode {
     let on_sample: Option<telebridge_appliance::BridgeSampleCallback> =
         if json { Some(Arc::new(print_json)) } else { None };
     let options = telebridge_appliance::BridgeOptions {
-        link: Ok(telebridge_appliance::PeerRoute::only(link)),
+        link: Ok(telebridge_pairing::PeerRoute::only(link)),
         on_control: None,
         duration: args.encode.duration,
         on_sample,

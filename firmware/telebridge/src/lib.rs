@@ -25,7 +25,7 @@ pub fn init_logging(quiet: bool) {
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(|| telebridge_appliance::logs::TeeWriter)
+        .with_writer(|| telebridge_web::logs::TeeWriter)
         .with_target(false)
         .with_ansi(tty);
     // Under systemd, journald stamps the time itself and shows no colours.

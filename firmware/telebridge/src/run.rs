@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use telebridge_appliance::daemon::{self, DaemonOptions};
-use telebridge_appliance::sd_notify;
+use telebridge_appliance::daemon;
+use telebridge_appliance::house::{self, HouseError, HouseOptions};
 use telebridge_config::Config;
 use tracing::{error, info};
 
@@ -89,106 +89,23 @@ pub fn run(req: RunRequest) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let options = HouseOptions { config, file, path, overrides: std::sync::Arc::new(move |c| overrides(&req, c).0) };
     runtime.block_on(async move {
-        let listen = config.http_listen;
-        let pair_listen = config.pair_listen;
-        let listener = match tokio::net::TcpListener::bind(listen).await {
-            Ok(l) => l,
-            Err(e) => {
-                let field = flags.flag_for("web.listen").unwrap_or("web.listen");
-                return bad_input(format!("{field}: cannot listen on {listen}: {e}"));
+        let house = match house::start(options, shutdown_signal()).await {
+            Ok(h) => h,
+            Err(HouseError::Listen { field, address, message }) => {
+                let field = flags.flag_for(field).unwrap_or(field);
+                return bad_input(format!("{field}: cannot listen on {address}: {message}"));
             }
-        };
-        let listen = listener.local_addr().unwrap_or(listen);
-        let pair_listener = match pair_listen {
-            Some(addr) => match tokio::net::TcpListener::bind(addr).await {
-                Ok(l) => Some(l),
-                Err(e) => return bad_input(format!("web.pair_listen: cannot listen on {addr}: {e}")),
-            },
-            None => None,
-        };
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            shutdown_signal().await;
-            let _ = stop_tx.send(true);
-        });
-        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = rx.wait_for(|s| *s).await;
-        };
-        let req = std::sync::Arc::new(req);
-        let r = req.clone();
-        let apply_overrides: telebridge_appliance::daemon::Overrides = std::sync::Arc::new(move |c| overrides(&r, c).0);
-        let pairing = std::sync::Arc::new(telebridge_web::Pairing::load(
-            &config.name,
-            path.as_deref().map(telebridge_web::pairing_path),
-        ));
-        let peer_link = pairing.link(&config);
-        let options = DaemonOptions { config, peer_link };
-        let (handle, daemon_task) = match daemon::start(options, stopped(stop_rx.clone())) {
-            Ok(d) => d,
             Err(e) => return bad_input(e),
         };
-        let heartbeat = handle.heartbeat.clone();
-        let path_for_id = path.clone();
-        let store = std::sync::Arc::new(telebridge_appliance::ConfigStore::new(
-            path,
-            file,
-            apply_overrides,
-            handle.commands.clone(),
-        ));
-        reload_on_sighup(store.clone());
-        let seed = telebridge_web::Nearby::seed(path_for_id.as_deref());
-        let nearby = std::sync::Arc::new(telebridge_web::Nearby::start(listen, &seed));
-        let state = telebridge_web::AppState::with_pairing(handle, store, pairing, nearby.clone());
-        if let Some(l) = pair_listener {
-            // Pairing alone, on a port of its own (to forward from the internet instead of the panel's).
-            info!(address = %l.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "serving pairing alone");
-            tokio::spawn(telebridge_web::serve(
-                l,
-                telebridge_web::pair_router(state.clone()),
-                stopped(stop_rx.clone()),
-            ));
-        }
-        let web = tokio::spawn(telebridge_web::serve(listener, telebridge_web::router(state), stopped(stop_rx)));
-        info!(panel = %format!("http://{listen}/"), "serving the panel and API");
-        println!("panel: http://{listen}/");
-        tell_systemd(heartbeat);
-        let _ = daemon_task.await;
-        // A goodbye on the network, so the other boxes' lists drop this one at once.
-        let _ = tokio::task::spawn_blocking(move || nearby.stop()).await;
-        match web.await {
-            Ok(Err(e)) => {
+        println!("panel: http://{}/", house.panel);
+        match house.finished().await {
+            Err(e) => {
                 error!(error = %e, "the panel's server failed");
                 ExitCode::FAILURE
             }
-            _ => ExitCode::SUCCESS,
+            Ok(()) => ExitCode::SUCCESS,
         }
     })
-}
-
-/// Tells systemd the daemon is ready, and starts its watchdog's keep-alive when it asks for one
-/// (fed only while the main loop turns: `heartbeat`).
-fn tell_systemd(heartbeat: telebridge_appliance::sd_notify::Heartbeat) {
-    match sd_notify::notify("READY=1") {
-        Ok(true) => info!("told systemd we are ready"),
-        Ok(false) => {}
-        Err(e) => error!(error = %e, "cannot notify systemd"),
-    }
-    if let Some(interval) = sd_notify::watchdog_interval() {
-        info!(interval_ms = interval.as_millis() as u64, "systemd watchdog enabled");
-        if let Err(e) = sd_notify::spawn_watchdog(interval, heartbeat) {
-            error!(error = %e, "cannot start the watchdog thread");
-        }
-    }
-}
-
-/// SIGHUP (systemctl reload): read the file again, restart only what changed.
-fn reload_on_sighup(store: std::sync::Arc<telebridge_appliance::ConfigStore>) {
-    if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-        tokio::spawn(async move {
-            while hup.recv().await.is_some() {
-                store.reload().await;
-            }
-        });
-    }
 }

@@ -9,7 +9,7 @@ use axum::response::{AppendHeaders, IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
-use telebridge_appliance::DaemonCommand;
+use telebridge_contract::daemon::DaemonCommand;
 use tracing::{info, warn};
 
 use crate::auth::{self, COOKIE, MIN_PASSWORD};
@@ -52,7 +52,7 @@ pub(crate) async fn setup(State(s): State<AppState>, req: Request) -> Result<Res
     s.auth.finish_setup();
     attempt.succeeded();
     // The code is spent: a file that says otherwise only misleads.
-    crate::helper::publish_setup_code(&s.store.file().web.setup_code_file, None);
+    s.host.publish_setup_code(&s.store.file().web.setup_code_file, None);
     let _ = s.daemon.commands().send(DaemonCommand::SetupText(None)).await;
     info!(%ip, "setup done: password set");
     Ok(new_session(&s))

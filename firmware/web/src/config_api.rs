@@ -22,7 +22,7 @@ pub(crate) async fn get_config(State(s): State<AppState>) -> Result<Response, Ap
 /// network interfaces), read now.
 pub(crate) async fn devices(State(s): State<AppState>) -> Result<Response, ApiError> {
     let root = s.devices_root.clone();
-    let found = tokio::task::spawn_blocking(move || telebridge_appliance::devices::Devices::probe(&root)).await;
+    let found = tokio::task::spawn_blocking(move || telebridge_config::devices::Devices::probe(&root)).await;
     match found {
         Ok(d) => Ok(Json(d).into_response()),
         Err(e) => Err(ApiError::Internal { what: "cannot list the devices", detail: e.to_string() }),

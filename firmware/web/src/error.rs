@@ -3,10 +3,10 @@
 
 use std::net::IpAddr;
 
+use crate::config_store::StoreError;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use telebridge_appliance::StoreError;
 use tracing::error as log_error;
 
 use crate::auth;

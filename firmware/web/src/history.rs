@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 use telebridge_sync::Locked;
 
-use telebridge_appliance::state::State;
-use telebridge_appliance::MediaSample;
+use telebridge_contract::machine::State;
+use telebridge_contract::sample::MediaSample;
 
 /// Rows kept: 24 h at one a second.
 pub const CAPACITY: usize = 24 * 3600;
@@ -135,7 +135,7 @@ fn line(r: &Row) -> String {
 
 #[cfg(test)]
 mod tests {
-    use telebridge_appliance::{EncoderStats, StatsSample};
+    use telebridge_contract::roles::{EncoderStats, StatsSample};
     use telebridge_contract::srt::{OutputState, OutputStatus};
 
     use super::*;

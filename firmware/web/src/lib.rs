@@ -12,11 +12,12 @@ pub mod server;
 mod account;
 mod body;
 mod config_api;
+pub mod config_store;
 pub mod daemon;
 pub mod device;
 mod error;
-mod helper;
 mod live;
+pub mod logs;
 mod middleware;
 pub mod nearby;
 pub mod pair_client;
@@ -31,14 +32,18 @@ use std::sync::Arc;
 use axum::middleware as mw;
 use axum::routing::{get, post};
 use axum::Router;
-use telebridge_appliance::{ConfigStore, DaemonCommand};
+use telebridge_contract::daemon::DaemonCommand;
+use telebridge_contract::host::Host;
+use telebridge_contract::nearby::NearbyBoxes;
+
+pub use crate::config_store::{ConfigStore, StoreError};
 use tracing::warn;
 
 use crate::auth::Auth;
 pub use crate::daemon::Daemon;
 pub use crate::error::ApiError;
 use crate::history::History;
-pub use crate::nearby::Nearby;
+pub use crate::nearby::NotLooking;
 pub use crate::pairing::Pairing;
 pub use crate::panel::{panel_size, OPENAPI};
 pub use server::serve;
@@ -58,20 +63,21 @@ pub struct AppState {
     pub history: Arc<History>,
     /// The pairing with another box.
     pub pairing: Arc<Pairing>,
-    /// The boxes on the local network, and this box's announcement.
-    pub nearby: Arc<Nearby>,
+    /// The boxes on the local network.
+    pub nearby: Arc<dyn NearbyBoxes>,
+    /// The machine under the daemon: reboot, updates, the setup code file.
+    pub host: Arc<dyn Host>,
     /// Where the box's devices are read (`/`; a made-up tree in tests).
     pub devices_root: Arc<std::path::PathBuf>,
 }
 
 impl AppState {
-    /// State for a daemon (call inside the runtime: it starts recording the history); when no
-    /// password is set yet, makes the one-time setup code, logs it and writes it to
-    /// `web.setup_code_file`.
-    pub fn new(daemon: impl Daemon, store: Arc<ConfigStore>) -> Self {
+    /// State for a daemon; when no password is set yet, makes the one-time setup code, logs it
+    /// and writes it to `web.setup_code_file`. Starts nothing ([`AppState::spawn_tasks`]).
+    pub fn new(daemon: impl Daemon, store: Arc<ConfigStore>, host: Arc<dyn Host>) -> Self {
         let file = store.file();
         let pairing = Pairing::load(&file.name, store.path().map(pairing_path));
-        Self::with_pairing(daemon, store, Arc::new(pairing), Arc::new(Nearby::off("not started")))
+        Self::with_pairing(daemon, store, host, Arc::new(pairing), Arc::new(NotLooking("not started".into())))
     }
 
     /// As [`AppState::new`], with the pairing already read (the daemon started with its link)
@@ -79,8 +85,9 @@ impl AppState {
     pub fn with_pairing(
         daemon: impl Daemon,
         store: Arc<ConfigStore>,
+        host: Arc<dyn Host>,
         pairing: Arc<Pairing>,
-        nearby: Arc<Nearby>,
+        nearby: Arc<dyn NearbyBoxes>,
     ) -> Self {
         let daemon: Arc<dyn Daemon> = Arc::new(daemon);
         let file = store.file();
@@ -88,16 +95,16 @@ impl AppState {
         if let Some(code) = &code {
             // The one secret that is logged, by design: it is how the owner gets in the first time.
             warn!(setup_code = %code, "first start: no password yet; open the panel and enter this setup code");
-            helper::publish_setup_code(&file.web.setup_code_file, Some(code));
+            host.publish_setup_code(&file.web.setup_code_file, Some(code));
         }
         if let Some(code) = &code {
             let text = format!("Setup code: {code}\nOpen the panel and enter it to choose a password.");
             let _ = daemon.commands().try_send(DaemonCommand::SetupText(Some(text)));
         }
         if code.is_none() {
-            helper::publish_setup_code(&file.web.setup_code_file, None);
+            host.publish_setup_code(&file.web.setup_code_file, None);
         }
-        let state = Self {
+        Self {
             daemon,
             store,
             auth: Arc::new(Auth::new(code)),
@@ -105,15 +112,21 @@ impl AppState {
             history: Arc::new(History::default()),
             pairing,
             nearby,
+            host,
             devices_root: Arc::new("/".into()),
-        };
-        state.spawn_history();
-        nearby::spawn_keeper(&state);
-        pairing::spawn_listener(&state);
-        pairing::spawn_mapping_keeper(&state);
-        pairing::spawn_screen_keeper(&state);
-        pairing::spawn_tally_sender(&state);
-        state
+        }
+    }
+
+    /// Starts what runs beside the requests, for as long as the daemon runs: the history (a row
+    /// a second), the paired box's messages heard, the router's mapping kept, the HDMI output's
+    /// pairing words kept current and the tally told to the paired box. The box's wiring
+    /// (`telebridge_appliance::house`) calls it once.
+    pub fn spawn_tasks(&self) {
+        self.spawn_history();
+        pairing::spawn_listener(self);
+        pairing::spawn_mapping_keeper(self);
+        pairing::spawn_screen_keeper(self);
+        pairing::spawn_tally_sender(self);
     }
 
     /// Records one history row a second until the daemon goes away.

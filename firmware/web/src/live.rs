@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
-use telebridge_appliance::DaemonCommand;
+use telebridge_contract::daemon::DaemonCommand;
 
-use telebridge_appliance::state::State as BoxState;
+use telebridge_contract::machine::State as BoxState;
 
 use crate::body::{Shape, SmallJson};
 use crate::error::{error, ApiError};
@@ -197,8 +197,7 @@ pub(crate) struct LogsQuery {
 
 /// The daemon's last log lines (no secrets are ever logged).
 pub(crate) async fn logs(Query(q): Query<LogsQuery>) -> Result<Response, ApiError> {
-    Ok(Json(json!({ "lines": telebridge_appliance::logs::tail(q.lines.unwrap_or(100).min(telebridge_appliance::logs::LINES)) }))
-        .into_response())
+    Ok(Json(json!({ "lines": crate::logs::tail(q.lines.unwrap_or(100).min(crate::logs::LINES)) })).into_response())
 }
 
 /// Whether the bearer token `given` is `token`: compared in time that does not depend on where

@@ -4,8 +4,9 @@
 
 use std::fmt::Write as _;
 
-use telebridge_appliance::state::State;
-use telebridge_appliance::{DaemonStatus, MediaSample};
+use telebridge_contract::daemon::DaemonStatus;
+use telebridge_contract::machine::State;
+use telebridge_contract::sample::MediaSample;
 use telebridge_contract::srt::SrtStats;
 use telebridge_contract::uplink::{LinkState, LinkStatus};
 

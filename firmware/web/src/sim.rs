@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
-use telebridge_appliance::DaemonCommand;
-use telebridge_gpio::{ButtonEvent, Led};
+use telebridge_contract::daemon::DaemonCommand;
+use telebridge_contract::gpio::{ButtonEvent, Led, LedPattern, HOLD_SETUP_MS, HOLD_STOP_MS};
 use tracing::info;
 
 use crate::body::{Shape, SmallJson};
@@ -24,7 +24,7 @@ pub(crate) async fn sim_gpio(State(s): State<AppState>) -> Result<Response, ApiE
     let patterns = s.daemon.status().borrow().led_patterns;
     let leds: std::collections::BTreeMap<&str, bool> =
         Led::ALL.iter().enumerate().map(|(i, led)| (led.name(), state.leds[i])).collect();
-    let shown: std::collections::BTreeMap<&str, telebridge_gpio::LedPattern> =
+    let shown: std::collections::BTreeMap<&str, LedPattern> =
         Led::ALL.iter().enumerate().map(|(i, led)| (led.name(), patterns[i])).collect();
     let cable = s.daemon.sim_cable().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
     Ok(Json(json!({
@@ -113,9 +113,9 @@ pub(crate) async fn sim_button(
     sim.set_button(false);
     // The debouncer needs its 30 ms to see the release.
     tokio::time::sleep(Duration::from_millis(60)).await;
-    let meaning = if body.hold_ms >= telebridge_gpio::HOLD_SETUP_MS {
+    let meaning = if body.hold_ms >= HOLD_SETUP_MS {
         ButtonEvent::HoldSetup
-    } else if body.hold_ms >= telebridge_gpio::HOLD_STOP_MS {
+    } else if body.hold_ms >= HOLD_STOP_MS {
         ButtonEvent::HoldStop
     } else {
         ButtonEvent::Press

@@ -13,12 +13,12 @@ use axum::body::Body;
 use axum::extract::connect_info::ConnectInfo;
 use axum::http::{header, Request, StatusCode};
 use http_body_util::BodyExt;
-use telebridge_appliance::daemon::InputInfo;
-use telebridge_appliance::state::{Machine, State};
-use telebridge_appliance::{ConfigStore, DaemonCommand, DaemonStatus};
 use telebridge_config::Config;
-use telebridge_gpio::backend::SimBoard;
-use telebridge_web::{router, AppState, Daemon, CSRF_HEADER};
+use telebridge_contract::daemon::{DaemonCommand, DaemonStatus, InputInfo};
+use telebridge_contract::gpio::{LedPattern, SimBoard};
+use telebridge_contract::host::{Host, HostError, UpdateState, UpdateStatus};
+use telebridge_contract::machine::{Machine, State};
+use telebridge_web::{router, AppState, ConfigStore, Daemon, CSRF_HEADER};
 use tokio::sync::{mpsc, watch};
 use tower::ServiceExt;
 
@@ -55,12 +55,38 @@ impl Daemon for FakeDaemon {
     }
 }
 
+/// A machine with no helper, as a development machine has (the fake's host); it keeps the setup
+/// codes it was asked to publish.
+#[derive(Debug, Default)]
+struct NoHelper {
+    published: Mutex<Vec<Option<String>>>,
+}
+
+impl Host for NoHelper {
+    fn reboot(&self) -> Result<(), HostError> {
+        Err(HostError::NoHelper("rebooting"))
+    }
+    fn update_status(&self) -> UpdateStatus {
+        UpdateStatus { state: UpdateState::Idle, message: String::new() }
+    }
+    fn bundle_path(&self) -> Result<std::path::PathBuf, HostError> {
+        Err(HostError::NoHelper("updating"))
+    }
+    fn install(&self, _: &std::path::Path) -> Result<(), HostError> {
+        Err(HostError::NoHelper("updating"))
+    }
+    fn publish_setup_code(&self, _: &str, code: Option<&str>) {
+        self.published.lock().unwrap().push(code.map(str::to_string));
+    }
+}
+
 fn status(state_name: &str) -> DaemonStatus {
     let machine = Machine::new(0);
+    let [power, link, live, error] = machine.leds(0);
     DaemonStatus {
         name: state_name.into(),
         role: "encoder",
-        led_patterns: telebridge_appliance::tally::panel(machine.leds(0), telebridge_gpio::LedPattern::Off),
+        led_patterns: [power, link, live, error, LedPattern::Off],
         tally: Default::default(),
         talk: Default::default(),
         machine,
@@ -111,13 +137,16 @@ async fn the_api_shows_what_the_daemon_publishes_and_passes_on_what_it_is_asked(
     let alive = Arc::new(Mutex::new(true));
     let fake = FakeDaemon { status: status_rx, commands: cmd_tx.clone(), preview: None, alive: alive.clone() };
     let store = Arc::new(ConfigStore::new(None, file, Arc::new(|c| c), cmd_tx));
-    let app = router(AppState::new(fake, store));
+    let host = Arc::new(NoHelper::default());
+    let state = AppState::new(fake, store, host.clone());
+    state.spawn_tasks();
+    let app = router(state);
 
-    // First start: the setup text goes to the daemon's screen; the code is in the file.
+    // First start: the setup text goes to the daemon's screen, and the code to the host's file.
     let shown = tokio::time::timeout(Duration::from_secs(5), cmd_rx.recv()).await.unwrap().unwrap();
-    assert!(matches!(shown, DaemonCommand::SetupText(Some(ref t)) if t.starts_with("Setup code: ")), "{shown:?}");
-    let text = std::fs::read_to_string(dir.path().join("setup.txt")).unwrap();
-    let code = text.trim().rsplit(' ').next().unwrap().to_string();
+    let DaemonCommand::SetupText(Some(text)) = shown else { panic!("{shown:?}") };
+    let code = text.lines().next().unwrap().strip_prefix("Setup code: ").unwrap().to_string();
+    assert_eq!(*host.published.lock().unwrap(), [Some(code.clone())]);
     let (s, _, cookie) =
         call(&app, "POST", "/api/setup", &format!(r#"{{"code":"{code}","password":"fake password"}}"#), None).await;
     assert_eq!(s, StatusCode::OK);
@@ -125,6 +154,7 @@ async fn the_api_shows_what_the_daemon_publishes_and_passes_on_what_it_is_asked(
     // The password is saved through the store (the daemon applies it), then the screen clears.
     assert!(matches!(cmd_rx.recv().await, Some(DaemonCommand::Apply(ref c)) if !c.raw.web.password_hash.is_empty()));
     assert!(matches!(cmd_rx.recv().await, Some(DaemonCommand::SetupText(None))));
+    assert_eq!(*host.published.lock().unwrap(), [Some(code.clone()), None], "the spent code is removed");
 
     // What the daemon publishes is what the API shows, as it changes.
     let (s, body, _) = call(&app, "GET", "/api/status", "", Some(&cookie)).await;

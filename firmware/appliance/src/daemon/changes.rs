@@ -20,6 +20,7 @@ pub struct ChangePlan {
 
 impl ChangePlan {
     /// Whether anything changes now.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         !self.restart_media && self.remove_outputs.is_empty() && self.add_outputs.is_empty()
     }

@@ -13,7 +13,7 @@ use tracing::{error, info, warn};
 
 use super::media::{apply, start_media, Media, MediaEvent, MediaShared};
 use super::screen::Screen;
-use super::status::{unix_ms, StatusParts};
+use super::status::{status_of, unix_ms, StatusParts};
 use super::{DaemonCommand, DaemonStatus};
 use crate::daemon::changes;
 use crate::daemon::sample::MediaSample;
@@ -141,7 +141,7 @@ impl MainLoop {
         let last = self.last_sample.as_ref();
         let mut links = last.map(MediaSample::link_views).unwrap_or_default();
         crate::daemon::sample::stamp_since(&mut links, &mut self.link_since, unix_ms());
-        self.status_tx.send_replace(DaemonStatus::of(StatusParts {
+        self.status_tx.send_replace(status_of(StatusParts {
             config,
             machine,
             since_unix_ms: unix_ms().saturating_sub(now.saturating_sub(machine.since_ms)),

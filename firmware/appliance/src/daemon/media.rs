@@ -10,7 +10,8 @@ use tracing::{info, warn};
 
 use crate::daemon::changes::ChangePlan;
 use crate::daemon::sample::MediaSample;
-use crate::{AppError, DecodeOptions, DecodeSample, EncoderCommand, RunOptions, StatsSample};
+use crate::{AppError, DecodeOptions, EncoderCommand, RunOptions};
+use telebridge_contract::roles::{BridgeSample, DecodeSample, StatsSample};
 
 pub(super) enum MediaEvent {
     /// Once a second: the running media's sample.
@@ -174,7 +175,7 @@ pub(super) fn start_media(
                     })
                 }),
                 duration: None,
-                on_sample: Some(Arc::new(move |s: &crate::BridgeSample| {
+                on_sample: Some(Arc::new(move |s: &BridgeSample| {
                     let _ = tx
                         .try_send((generation, MediaEvent::Sample(Box::new(MediaSample::Bridge(Box::new(s.clone()))))));
                 })),

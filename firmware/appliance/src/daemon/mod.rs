@@ -4,16 +4,13 @@
 //! turns the machine's actions into starting and stopping media. It publishes a
 //! [`DaemonStatus`] for the API and beats a heartbeat the systemd watchdog thread checks.
 
-pub(crate) mod advice;
 pub(crate) mod changes;
-pub mod config_store;
-pub mod devices;
 mod main_loop;
 mod media;
-pub mod sample;
+pub(crate) use telebridge_contract::sample;
 mod screen;
 pub mod sd_notify;
-pub mod state;
+pub(crate) use telebridge_contract::machine as state;
 mod status;
 pub mod tally;
 
@@ -24,7 +21,7 @@ use telebridge_sync::Locked;
 
 use telebridge_config::ValidConfig;
 use telebridge_gpio::backend::{Board, SimBoard, SimState};
-use telebridge_gpio::{ButtonEvent, LedPattern};
+use telebridge_gpio::LedPattern;
 
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info};
@@ -37,12 +34,8 @@ use main_loop::MainLoop;
 pub use media::simulate;
 use media::MediaShared;
 use screen::Screen;
-use status::{unix_ms, StatusParts};
+use status::{status_of, unix_ms, StatusParts};
 pub use status::{DaemonStatus, InputInfo};
-
-/// Turns the file's configuration into the running one (`--sim` and the command line's flags);
-/// applied at start and again to every reload.
-pub type Overrides = Arc<dyn Fn(telebridge_config::Config) -> telebridge_config::Config + Send + Sync>;
 
 /// How the daemon was asked to run.
 #[derive(Debug, Clone)]
@@ -54,37 +47,7 @@ pub struct DaemonOptions {
     pub peer_link: Result<telebridge_pairing::PeerRoute, String>,
 }
 
-/// Commands to the daemon.
-#[derive(Debug)]
-pub enum DaemonCommand {
-    /// Go live or stop (the API's `POST /api/live`).
-    Live(bool),
-    /// A button event (also how the simulated button arrives).
-    Button(ButtonEvent),
-    /// Apply a new configuration (already validated), restarting only what changed.
-    Apply(Box<ValidConfig>),
-    /// Simulation only: block the main loop this long (tests the watchdog).
-    Stall(Duration),
-    /// What the HDMI output should say while the box shows no picture (the first-run setup
-    /// code), or `None` to clear it.
-    SetupText(Option<String>),
-    /// What the HDMI output should say of the pairing while no picture is shown (the code to
-    /// type into the other box, or that the box is not paired), or `None`.
-    PairingText(Option<String>),
-    /// The bridge's connection changed: paired (the new link) or unpaired (why there is none).
-    /// A running bridge restarts on it.
-    PeerLink(Box<Result<telebridge_pairing::PeerRoute, String>>),
-    /// Send this control message to the paired box on the bridge's connection (a farewell).
-    ToPeer(Vec<u8>),
-    /// The control room's tally cue (`POST /api/tally`): this box's picture is on air, or not.
-    Tally(bool),
-    /// The tally input (a vision mixer's contact on a GPIO pin) changed: on air, or not.
-    TallyIn(bool),
-    /// The talk button (the panel's, renewed while held): down, or up.
-    Talk(bool),
-    /// The paired box said it is live, or not (its tally message).
-    FarLive(bool),
-}
+pub use telebridge_contract::daemon::DaemonCommand;
 
 /// The daemon as the API sees it.
 #[derive(Debug, Clone)]
@@ -115,6 +78,40 @@ impl DaemonHandle {
     }
 }
 
+impl telebridge_contract::daemon::Daemon for DaemonHandle {
+    fn status(&self) -> watch::Receiver<DaemonStatus> {
+        self.status.clone()
+    }
+
+    fn commands(&self) -> mpsc::Sender<DaemonCommand> {
+        self.commands.clone()
+    }
+
+    fn heartbeat_age(&self) -> Duration {
+        self.heartbeat.age()
+    }
+
+    fn preview(&self) -> Option<Vec<u8>> {
+        self.preview.locked().clone()
+    }
+
+    fn sim(&self) -> Option<SimBoard> {
+        self.sim.clone()
+    }
+
+    fn sim_cable(&self) -> Option<Arc<AtomicBool>> {
+        self.sim_cable.clone()
+    }
+
+    fn peer_messages(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<u8>>> {
+        Some(self.peer_messages.subscribe())
+    }
+
+    fn received_preview(&self) -> Option<Vec<u8>> {
+        self.received_preview.locked().clone()
+    }
+}
+
 /// Media events the main loop may have waiting (samples, an end).
 const MEDIA_EVENTS: usize = 16;
 
@@ -134,7 +131,7 @@ pub fn start(
     let machine = Machine::new(now_ms());
     let leds = crate::daemon::tally::panel(machine.leds(now_ms()), LedPattern::Off);
     let patterns = Arc::new(Mutex::new(leds));
-    let status = DaemonStatus::of(StatusParts {
+    let status = status_of(StatusParts {
         config: &options.config,
         machine: &machine,
         since_unix_ms: unix_ms(),

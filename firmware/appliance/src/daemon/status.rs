@@ -3,51 +3,13 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
 use telebridge_config::{Role, ValidConfig};
 use telebridge_gpio::LedPattern;
 
 use crate::daemon::sample::{LinkView, MediaSample};
 use crate::daemon::state::Machine;
 
-/// What the daemon is doing, for the API and the panel.
-#[derive(Debug, Clone, Serialize)]
-pub struct DaemonStatus {
-    /// The box's name.
-    pub name: String,
-    /// `encoder`, `decoder` or `bridge`.
-    pub role: &'static str,
-    /// State, reason, links.
-    pub machine: Machine,
-    /// Since when, ms since the Unix epoch.
-    pub since_unix_ms: u64,
-    /// What each LED shows (power, link, live, error).
-    pub led_patterns: [LedPattern; telebridge_gpio::LEDS],
-    /// The tally light: on air, and why.
-    pub tally: crate::daemon::tally::TallyStatus,
-    /// Talkback with the paired box.
-    pub talk: crate::roles::talkback::TalkStatus,
-    /// The GPIO backend.
-    pub gpio: &'static str,
-    /// The latest one-second sample of the running media (serialised as `--stats json` prints it).
-    pub media: Option<MediaSample>,
-    /// Media runs (going live, live or degraded): the panel's button says Stop.
-    pub running: bool,
-    /// The links as the panel lists them (outputs, or the decoder's input).
-    pub links: Vec<LinkView>,
-    /// Seconds since the daemon started.
-    pub uptime_s: u64,
-    /// Settings that were changed and wait for the next start.
-    pub pending_restart: Vec<&'static str>,
-    /// What the HDMI output shows instead of a picture, if anything.
-    pub screen: Option<String>,
-    /// The input: whether it has a signal, and the format configured.
-    pub input: InputInfo,
-    /// What needs the user's attention, in words.
-    pub alerts: Vec<String>,
-    /// Long presses of the button that asked for a pairing code (bridge role), since start.
-    pub pairing_requests: u64,
-}
+pub use telebridge_contract::daemon::DaemonStatus;
 
 /// What the status is made of, besides what it derives (the input, the alerts, whether the
 /// media runs): [`DaemonStatus::of`].
@@ -67,39 +29,30 @@ pub(super) struct StatusParts<'a> {
     pub(super) pairing_requests: u64,
 }
 
-impl DaemonStatus {
-    /// The status from its parts: the one place it is built (at the start and at each publish).
-    pub(super) fn of(p: StatusParts<'_>) -> Self {
-        DaemonStatus {
-            name: p.config.name.clone(),
-            role: p.config.role.name(),
-            machine: p.machine.clone(),
-            since_unix_ms: p.since_unix_ms,
-            led_patterns: p.led_patterns,
-            tally: p.tally,
-            talk: p.talk,
-            gpio: p.gpio,
-            media: p.media.cloned(),
-            running: p.machine.state.running(),
-            links: p.links,
-            uptime_s: p.uptime_s,
-            pending_restart: p.pending_restart.to_vec(),
-            screen: p.screen,
-            input: input_info(p.config, p.machine),
-            alerts: alerts(p.machine, p.media, p.pending_restart),
-            pairing_requests: p.pairing_requests,
-        }
+/// The status from its parts: the one place it is built (at the start and at each publish).
+pub(super) fn status_of(p: StatusParts<'_>) -> DaemonStatus {
+    DaemonStatus {
+        name: p.config.name.clone(),
+        role: p.config.role.name(),
+        machine: p.machine.clone(),
+        since_unix_ms: p.since_unix_ms,
+        led_patterns: p.led_patterns,
+        tally: p.tally,
+        talk: p.talk,
+        gpio: p.gpio,
+        media: p.media.cloned(),
+        running: p.machine.state.running(),
+        links: p.links,
+        uptime_s: p.uptime_s,
+        pending_restart: p.pending_restart.to_vec(),
+        screen: p.screen,
+        input: input_info(p.config, p.machine),
+        alerts: alerts(p.machine, p.media, p.pending_restart),
+        pairing_requests: p.pairing_requests,
     }
 }
 
-/// The input as the status shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct InputInfo {
-    /// A signal is present (an HDMI source plugged and sending; always for the test pattern).
-    pub signal: bool,
-    /// The source and format (encoder), or the SRT input (decoder).
-    pub format: String,
-}
+pub use telebridge_contract::daemon::InputInfo;
 
 fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
     let p = &config.picture;

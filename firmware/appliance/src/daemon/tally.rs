@@ -9,7 +9,6 @@
 //! what it tells the paired box. Both boxes being live tells nobody anything. Pure: fed cues,
 //! levels, messages and the time.
 
-use serde::Serialize;
 use telebridge_gpio::LedPattern;
 
 /// A far box's "taken" counts this long after its last message (its messages come every 250
@@ -22,20 +21,7 @@ pub fn panel(status: [LedPattern; 4], tally: LedPattern) -> [LedPattern; telebri
     [power, link, live, error, tally]
 }
 
-/// The tally as the status shows it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct TallyStatus {
-    /// On air: the light is on.
-    pub on_air: bool,
-    /// The API's cue.
-    pub cue: bool,
-    /// The tally input (the vision mixer's contact) is active.
-    pub wired: bool,
-    /// Bridge: the paired box has this box's picture on air (heard within [`FAR_FRESH_MS`]).
-    pub taken_by_far: bool,
-    /// Bridge: this box has the paired box's picture on air (its cue or contact), and says so.
-    pub takes_far: bool,
-}
+pub use telebridge_contract::daemon::TallyStatus;
 
 /// The tally's state.
 #[derive(Debug, Clone, Copy, Default)]

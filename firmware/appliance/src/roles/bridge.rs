@@ -17,9 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use telebridge_sync::Locked;
 
-use serde::Serialize;
 use telebridge_config::ValidConfig;
-use telebridge_srt::OutputStatus;
 use tokio::sync::watch;
 
 use super::decoder::{DecodeOptions, DecodeSample};
@@ -28,25 +26,7 @@ use super::peer::{ControlCallback, PeerFeed, PeerLink, PEER_OUTPUT};
 use crate::roles::stats::StatsSample;
 use crate::AppError;
 
-/// One second of the bridge: what it sends and what it receives.
-#[derive(Debug, Clone, Serialize)]
-pub struct BridgeSample {
-    /// The encoder, its outputs and the connection to the peer (output `peer`).
-    pub sending: StatsSample,
-    /// The decoder of what the peer sends (none before its first second).
-    pub receiving: Option<DecodeSample>,
-    /// The recording of what arrives, if asked for.
-    pub received_recording: Option<OutputStatus>,
-}
-
-/// The bridge's summary at exit.
-#[derive(Debug, Clone, Serialize)]
-pub struct BridgeSummary {
-    /// What it sent.
-    pub sending: crate::Summary,
-    /// What it received (the round trip among it).
-    pub receiving: crate::DecodeSummary,
-}
+pub use telebridge_contract::roles::{BridgeSample, BridgeSummary};
 
 /// Receives each one-second sample.
 pub type BridgeSampleCallback = Arc<dyn Fn(&BridgeSample) + Send + Sync>;

@@ -191,8 +191,7 @@ pub struct PeerLink {
     pub feed: Arc<PeerFeed>,
 }
 
-/// The name of the connection to the peer among the encoder's outputs.
-pub const PEER_OUTPUT: &str = "peer";
+pub use telebridge_contract::sample::PEER_OUTPUT;
 
 #[cfg(test)]
 mod tests {

@@ -2,6 +2,7 @@
 //! a stream that arrives shows nothing. Pure, but for the box's own addresses.
 
 use telebridge_config::{SrtMode, SrtUrl};
+use telebridge_media::decode_pipeline::{Side, Unsupported};
 
 /// The words on the slate: what the box waits for and, on the next line, why (`reason`).
 /// `receiving`: a stream is arriving (but shows no picture).
@@ -57,14 +58,15 @@ pub struct Arrived {
 /// Why a stream that arrives shows no picture, in words, or None (a picture shows, or nothing
 /// arrives: the input's own reason says why). `unsupported`: the streams of this connection
 /// the box cannot decode ("video H.265 (HEVC)").
-pub fn stream_problem(receiving: bool, last_second: Arrived, unsupported: &[String]) -> Option<String> {
+pub fn stream_problem(receiving: bool, last_second: Arrived, unsupported: &[Unsupported]) -> Option<String> {
     if !receiving || last_second.frames > 0 || last_second.bytes == 0 {
         return None;
     }
-    if unsupported.iter().any(|s| s.starts_with("video ")) {
+    if unsupported.iter().any(|s| s.side == Side::Video) {
+        let named: Vec<String> = unsupported.iter().map(ToString::to_string).collect();
         return Some(format!(
             "receiving {}: this box decodes H.264 video and AAC audio; set the sender to H.264",
-            unsupported.join(" and ")
+            named.join(" and ")
         ));
     }
     if last_second.not_ts * 188 * 2 > last_second.bytes {
@@ -114,7 +116,8 @@ mod tests {
     #[test]
     fn a_stream_without_a_picture_says_why() {
         let second = |bytes, not_ts, frames| Arrived { bytes, not_ts, frames };
-        let hevc = vec!["video H.265 (HEVC)".to_string(), "audio AC-3".to_string()];
+        let un = |side, format: &str| Unsupported { side, format: format.into() };
+        let hevc = vec![un(Side::Video, "H.265 (HEVC)"), un(Side::Audio, "AC-3")];
         let p = stream_problem(true, second(500_000, 0, 0), &hevc).unwrap();
         assert_eq!(
             p,
@@ -129,7 +132,7 @@ mod tests {
         assert_eq!(stream_problem(true, second(0, 0, 0), &hevc), None);
         assert_eq!(stream_problem(false, second(500_000, 0, 0), &hevc), None);
         // Only data streams unsupported (teletext beside H.264 that is not decoding yet).
-        let p = stream_problem(true, second(500_000, 0, 0), &["data application/x-teletext".to_string()]).unwrap();
+        let p = stream_problem(true, second(500_000, 0, 0), &[un(Side::Data, "application/x-teletext")]).unwrap();
         assert!(p.contains("waiting for H.264"), "{p}");
     }
 }

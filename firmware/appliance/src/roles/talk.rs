@@ -14,8 +14,6 @@
 //! finding 10: the control messages had a tag, the voice had none). It never enters the
 //! programme.
 
-use serde::Serialize;
-
 /// How a talkback message starts.
 pub const MAGIC: &[u8] = b"\0telebridge-talk\0";
 
@@ -137,20 +135,7 @@ pub fn is_talk(data: &[u8]) -> bool {
     data.starts_with(MAGIC)
 }
 
-/// Where this box stands on talkback.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TalkState {
-    /// Nobody talks.
-    #[default]
-    Idle,
-    /// This box talks: its voice goes to the far box.
-    Talking,
-    /// The far box talks: its voice is heard here.
-    Listening,
-    /// Pressed while the far box holds the channel: this box talks once it is free.
-    Waiting,
-}
+pub use telebridge_contract::daemon::TalkState;
 
 /// The push-to-talk lock of one box.
 #[derive(Debug, Clone, Default)]

@@ -6,42 +6,19 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use telebridge_sync::Locked;
 
-use serde::Serialize;
 use telebridge_config::Talkback;
 use telebridge_media::talk::{TalkReceiver, TalkSender};
 use tracing::warn;
 
 use super::peer::PeerFeed;
-use crate::roles::talk::{TalkKey, TalkLock, TalkPacket, TalkState};
+use crate::roles::talk::{TalkKey, TalkLock, TalkPacket};
 
 /// The wall clock both boxes' bursts are compared on, ms.
 fn unix_ms() -> u64 {
     telebridge_media::timecode::now_us() / 1_000
 }
 
-/// Talkback as the status shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct TalkStatus {
-    /// Who talks.
-    pub state: TalkState,
-    /// Voice packets (10 ms each) sent to the paired box.
-    pub packets_sent: u64,
-    /// Voice packets heard from it and played.
-    pub packets_heard: u64,
-    /// Its packets not played: it pressed after this box, which kept the channel.
-    pub packets_not_played: u64,
-    /// Messages whose tag did not hold (altered on the way, or not the paired box's).
-    pub packets_refused: u64,
-    /// The test voice's last beep, mouth to ear (ms): from the second it was spoken on to its
-    /// start decoded here (meaningful when both boxes' clocks agree).
-    pub beep_lag_ms: Option<u64>,
-    /// The microphone (`talkback.source`), when this box has one running.
-    pub microphone: Option<String>,
-    /// Where the far box's voice goes.
-    pub output: Option<String>,
-    /// Why talkback does not work here, in words.
-    pub error: Option<String>,
-}
+pub use telebridge_contract::daemon::TalkStatus;
 
 /// Talkback shared by the daemon (the talk button) and the bridge (the sound).
 #[derive(Debug, Default)]

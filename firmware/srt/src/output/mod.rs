@@ -278,8 +278,9 @@ struct Worker {
     reject_log: RejectLog,
     /// The link as the connections measured it, for the next one's latency.
     meter: LinkMeter,
-    /// The SRT latency chosen for the current attempt (from the URL's `latency`).
-    latency: Option<Duration>,
+    /// The SRT latency chosen for the current attempt (from the URL's `latency`), and how lost
+    /// packets are resent.
+    latency: Option<crate::latency::LatencyChoice>,
 }
 
 impl Job for Worker {
@@ -300,7 +301,7 @@ impl Job for Worker {
             }
         }
         // Set on the socket (not written into the URL, which keeps what the user asked for).
-        self.latency = choice.as_ref().map(|c| Duration::from_millis(c.latency_ms));
+        self.latency = choice.clone();
         self.meter.new_connection(std::time::Instant::now());
         let shown = self.ways[self.way].to_string();
         self.status.send_modify(|s| {

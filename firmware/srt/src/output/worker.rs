@@ -63,8 +63,8 @@ impl Worker {
         let setup = || -> Result<(Listener, Option<Epoll>), SrtError> {
             let sock = Socket::new()?;
             sock.configure(&self.url)?;
-            if let Some(l) = self.latency {
-                sock.set_latency(l)?;
+            if let Some(c) = &self.latency {
+                sock.tune(c)?;
             }
             if !duplex {
                 // Accepted sockets take the listener's options.
@@ -173,7 +173,7 @@ impl Worker {
     pub(super) fn call(&mut self, control: &Control, attempt: &mut u32) -> Option<String> {
         let started = Instant::now();
         self.status.send_modify(|s| s.state = OutputState::Connecting);
-        let conn = match dial(&self.url, control, self.on_receive.is_none(), self.latency) {
+        let conn = match dial(&self.url, control, self.on_receive.is_none(), self.latency.as_ref()) {
             Ok(Some((socket, remote))) => Arc::new(Conn { socket, addr: Some(remote.to_string()) }),
             Ok(None) => return None,
             Err(reason) => return Some(reason),

@@ -148,11 +148,16 @@ impl Socket {
         self.set_i64(ffi::SRTO_MAXBW, bytes_per_s.max(1))
     }
 
-    /// The SRT latency this end asks for (`SRTO_LATENCY`, both directions), before it connects:
-    /// an output's choice for this connection, over what [`Socket::configure`] read in the URL.
-    pub fn set_latency(&self, latency: std::time::Duration) -> Result<(), SrtError> {
+    /// The SRT latency this end asks for (`SRTO_LATENCY`, both directions), before it connects.
+    fn set_latency(&self, latency: std::time::Duration) -> Result<(), SrtError> {
         let ms = i32::try_from(latency.as_millis()).unwrap_or(i32::MAX);
         self.set_int(ffi::SRTO_LATENCY, ms).map_err(|e| SrtError { code: e.code, text: format!("latency: {}", e.text) })
+    }
+
+    /// What an output chose for this connection, before it connects: the SRT latency this end
+    /// asks for (`SRTO_LATENCY`, both directions), over what [`Socket::configure`] read in the URL.
+    pub fn tune(&self, choice: &crate::latency::LatencyChoice) -> Result<(), SrtError> {
+        self.set_latency(std::time::Duration::from_millis(choice.latency_ms))
     }
 
     /// Applies what `url` asks for: latency, encryption, stream id, bandwidth, timeouts.

@@ -15,8 +15,8 @@ use telebridge_sync::Locked;
 use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
-use telebridge_appliance::DaemonCommand;
-use telebridge_discovery::PairingState;
+use telebridge_contract::daemon::DaemonCommand;
+use telebridge_contract::nearby::PairingState;
 use telebridge_pairing::store::{StoredSide, Via};
 use telebridge_pairing::{link_route, link_url, PairRecord, PairingCode, PeerRoute, Reach, Shower};
 use tracing::{info, warn};
@@ -310,10 +310,9 @@ pub(crate) async fn unpair(State(s): State<AppState>) -> Result<Json<PairingView
 /// margin; at most 3 s.
 fn farewell_wait(s: &AppState) -> std::time::Duration {
     let status = s.daemon.status().borrow().clone();
-    let peer = status
-        .media
-        .as_ref()
-        .and_then(|m| m.outputs().iter().find(|o| o.name == telebridge_appliance::PEER_OUTPUT).map(|o| o.srt.clone()));
+    let peer = status.media.as_ref().and_then(|m| {
+        m.outputs().iter().find(|o| o.name == telebridge_contract::sample::PEER_OUTPUT).map(|o| o.srt.clone())
+    });
     let ms = peer.map_or(0.0, |srt| srt.negotiated_latency_ms as f64 + 2.0 * srt.rtt_ms + 250.0);
     std::time::Duration::from_millis(ms.clamp(0.0, 3000.0) as u64)
 }

@@ -1,7 +1,7 @@
 //! What runs beside the requests: the paired box's messages, the router's mapping kept, the HDMI
 //! output's words kept current and the button's request for a code.
 
-use telebridge_appliance::DaemonCommand;
+use telebridge_contract::daemon::DaemonCommand;
 use telebridge_pairing::store::Via;
 use telebridge_pairing::Reach;
 use tracing::{info, warn};

@@ -11,8 +11,8 @@
 //!                                                                              or no input signal)
 //! ```
 
+use crate::gpio::{ButtonEvent, LedPattern};
 use serde::Serialize;
-use telebridge_gpio::{ButtonEvent, LedPattern};
 
 /// Where the box is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -3,13 +3,13 @@
 //! API's edge. The rules over it live here, once: how the links stand, which SRT link the
 //! history follows, what needs the user's attention.
 
+use crate::machine::Links;
+use crate::roles::{BridgeSample, DecodeSample, StatsSample};
+use crate::srt::{InputState, OutputState, OutputStatus, SrtStats};
 use serde::Serialize;
-use telebridge_srt::{InputState, OutputState, OutputStatus, SrtStats};
 
-use crate::daemon::state::Links;
-use crate::roles::bridge::BridgeSample;
-use crate::roles::decoder::DecodeSample;
-use crate::roles::stats::StatsSample;
+/// The name of the connection to the paired box among a bridge's outputs.
+pub const PEER_OUTPUT: &str = "peer";
 
 /// One second of the running media.
 #[derive(Debug, Clone, Serialize)]
@@ -195,9 +195,7 @@ impl MediaSample {
     pub fn main_srt(&self) -> Option<&SrtStats> {
         match self {
             MediaSample::Encoder(s) => s.outputs.iter().find(|o| o.kind == "srt").map(|o| &o.srt),
-            MediaSample::Bridge(b) => {
-                b.sending.outputs.iter().find(|o| o.name == crate::roles::peer::PEER_OUTPUT).map(|o| &o.srt)
-            }
+            MediaSample::Bridge(b) => b.sending.outputs.iter().find(|o| o.name == PEER_OUTPUT).map(|o| &o.srt),
             MediaSample::Decoder(s) => Some(&s.input.srt),
         }
     }
@@ -233,7 +231,7 @@ impl MediaSample {
     }
 }
 
-/// An SRT link whose latency is too small for the RTT it measures (see [`crate::daemon::advice`]).
+/// An SRT link whose latency is too small for the RTT it measures (see [`crate::advice`]).
 fn latency_advice(name: &str, srt: &SrtStats) -> Option<String> {
     // libsrt starts from a nominal 100 ms RTT; trust the figure once a few seconds of ACKs
     // (a sender gets one every 10 ms) or of packets (a receiver) have refined it.
@@ -241,13 +239,13 @@ fn latency_advice(name: &str, srt: &SrtStats) -> Option<String> {
     if !settled {
         return None;
     }
-    crate::daemon::advice::srt_latency(srt.negotiated_latency_ms, srt.rtt_ms).map(|a| format!("{name}: {a}"))
+    crate::advice::srt_latency(srt.negotiated_latency_ms, srt.rtt_ms).map(|a| format!("{name}: {a}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roles::stats::EncoderStats;
+    use crate::roles::EncoderStats;
 
     fn output(name: &str, state: OutputState, reconnects: u32) -> OutputStatus {
         let mut o = OutputStatus::new("srt", name.into(), format!("srt://h:1 ({name})"), state);
@@ -325,9 +323,9 @@ mod tests {
     fn a_missing_uplink_is_named_on_its_output_and_in_the_alerts() {
         let mut o = output("bonded", OutputState::Live, 0);
         o.reason = None;
-        let link = |name: &str, problem: Option<&str>| telebridge_bond::sender::LinkStatus {
+        let link = |name: &str, problem: Option<&str>| crate::uplink::LinkStatus {
             name: name.into(),
-            state: telebridge_bond::link::LinkState::Connecting,
+            state: crate::uplink::LinkState::Connecting,
             rtt_ms: None,
             window: 0.0,
             in_flight: 0,

@@ -9,7 +9,8 @@ use telebridge_sync::Locked;
 use telebridge_config::{Config, ValidConfig, ValidationErrors};
 use tokio::sync::mpsc;
 
-use crate::daemon::{DaemonCommand, Overrides};
+use telebridge_config::Overrides;
+use telebridge_contract::daemon::DaemonCommand;
 
 /// Why a configuration was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -144,7 +145,13 @@ mod tests {
         telebridge_config::save_atomic(&path, &file).expect("saved");
         let before = std::fs::read_to_string(&path).expect("read");
         let (tx, mut rx) = mpsc::channel(4);
-        let sim: Overrides = std::sync::Arc::new(crate::daemon::simulate);
+        // As `--sim` does: test sources and sinks laid over the file.
+        let sim: Overrides = std::sync::Arc::new(|mut c: Config| {
+            c.video.source = "test".into();
+            c.audio.source = "test".into();
+            c.decoder.sink = "fake".into();
+            c
+        });
         let store = ConfigStore::new(Some(path.clone()), file.clone(), sim, tx);
         // What the simulation would run, but the box itself would refuse at its next start.
         let mut bad = file.clone();

@@ -12,10 +12,10 @@ use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use telebridge_appliance::daemon::{self, DaemonOptions, Overrides};
-use telebridge_appliance::ConfigStore;
-use telebridge_config::{Config, OutputConfig};
-use telebridge_web::{router, AppState, CSRF_HEADER};
+use telebridge_appliance::daemon::{self, DaemonOptions};
+use telebridge_appliance::house::host::RootHelper;
+use telebridge_config::{Config, OutputConfig, Overrides};
+use telebridge_web::{router, AppState, ConfigStore, CSRF_HEADER};
 use tower::ServiceExt;
 
 const ORIGIN: &str = "http://box.local";
@@ -65,7 +65,8 @@ async fn start_with(devices: Option<std::path::PathBuf>) -> Box_ {
             .unwrap();
     let identity: Overrides = Arc::new(|c| c);
     let store = Arc::new(ConfigStore::new(Some(path), file, identity, handle.commands.clone()));
-    let mut state = AppState::new(handle.clone(), store);
+    let mut state = AppState::new(handle.clone(), store, Arc::new(RootHelper));
+    state.spawn_tasks();
     if let Some(root) = devices {
         state.devices_root = Arc::new(root);
     }
