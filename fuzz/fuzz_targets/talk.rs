@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use telebridge_appliance::talk::{TalkKey, TalkPacket};
+use telebridge_appliance::roles::talk::{TalkKey, TalkPacket};
 
 fuzz_target!(|data: &[u8]| {
     let key = TalkKey::from_passphrase(Some("0123456789abcdef0123456789abcdef"));
