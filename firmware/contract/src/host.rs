@@ -37,9 +37,9 @@ pub enum HostError {
     #[error("{0} is done by the box's helper (telebridge-helper.path), which runs where systemd starts the daemon")]
     NoHelper(&'static str),
     /// The request could not be written.
-    #[error("cannot ask the helper for {what}: {detail}")]
+    #[error("{what}: {detail}")]
     Request {
-        /// What was asked.
+        /// What failed, in the user's words ("cannot ask for a reboot").
         what: &'static str,
         /// The system's words.
         detail: String,

@@ -32,7 +32,7 @@ impl Host for RootHelper {
         let dir = requests_dir().ok_or(HostError::NoHelper("rebooting"))?;
         warn!("reboot requested from the panel");
         request(&dir, "reboot-request", "reboot\n")
-            .map_err(|e| HostError::Request { what: "a reboot", detail: e.to_string() })
+            .map_err(|e| HostError::Request { what: "cannot ask for a reboot", detail: e.to_string() })
     }
 
     fn update_status(&self) -> UpdateStatus {
@@ -49,7 +49,7 @@ impl Host for RootHelper {
         let dir = requests_dir().ok_or(HostError::NoHelper("updating"))?;
         info!(bundle = %path.display(), "asking the helper to install the update");
         request(&dir, "update-request", &format!("{}\n", path.display()))
-            .map_err(|e| HostError::Request { what: "the update", detail: e.to_string() })
+            .map_err(|e| HostError::Request { what: "cannot ask for the update", detail: e.to_string() })
     }
 
     fn publish_setup_code(&self, file: &str, code: Option<&str>) {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use telebridge_config::{Config, Overrides, ValidConfig};
-use telebridge_discovery::{Announcement, Nearby};
+use telebridge_discovery::{Announcement, BoxId, Nearby, PairingState};
 use telebridge_web::{AppState, ConfigStore, Pairing};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -143,16 +143,21 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await;
 }
 
-/// What this box announces now, from its running configuration and its pairing; `None` when
-/// `web.announce` is off or the configuration does not validate.
-fn announcement(state: &AppState, nearby: &Nearby) -> Option<Announcement> {
-    let config = state.store.running()?;
+/// What this box announces now: its running configuration (`None` when it does not validate),
+/// its pairing state, its id and its panel's port; `None` when `web.announce` is off.
+fn announcement(
+    config: Option<&ValidConfig>,
+    pairing: PairingState,
+    id: &BoxId,
+    panel_port: u16,
+) -> Option<Announcement> {
+    let config = config?;
     config.raw.web.announce.then(|| Announcement {
-        id: nearby.id().clone(),
+        id: id.clone(),
         name: config.name.clone(),
         role: config.role,
-        pairing: state.pairing.announced_state(),
-        panel_port: nearby.panel_port(),
+        pairing,
+        panel_port,
     })
 }
 
@@ -166,7 +171,8 @@ fn keep_announcement(state: &AppState, nearby: Arc<Nearby>) {
         let mut tick = tokio::time::interval(ANNOUNCE_EVERY);
         loop {
             tick.tick().await;
-            let what = announcement(&state, &nearby);
+            let config = state.store.running();
+            let what = announcement(config.as_ref(), state.pairing.announced_state(), nearby.id(), nearby.panel_port());
             let nearby = nearby.clone();
             // A change says goodbye first, which waits for mdns-sd's thread.
             let _ = tokio::task::spawn_blocking(move || nearby.announce(what.as_ref())).await;
@@ -198,5 +204,24 @@ fn reload_on_sighup(store: Arc<ConfigStore>) {
                 store.reload().await;
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_announcement_says_the_running_name_role_pairing_and_port_and_nothing_when_off() {
+        let mut file = Config { name: "studio-a".into(), ..Config::default() };
+        let id = BoxId::from_seed("machine /etc/telebridge.toml");
+        let on = file.validate().expect("valid");
+        let a = announcement(Some(&on), PairingState::Open, &id, 8080).expect("announced by default");
+        assert_eq!((a.name.as_str(), a.role, a.pairing, a.panel_port), ("studio-a", on.role, PairingState::Open, 8080));
+        assert_eq!(a.id, id);
+        file.web.announce = false;
+        let off = file.validate().expect("valid");
+        assert!(announcement(Some(&off), PairingState::Open, &id, 8080).is_none(), "web.announce off");
+        assert!(announcement(None, PairingState::Open, &id, 8080).is_none(), "a configuration that does not run");
     }
 }
