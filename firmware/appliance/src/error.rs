@@ -45,7 +45,10 @@ impl AppError {
             AppError::BadInput(_) | AppError::Config(_) | AppError::Gpio(_) => true,
             // (A capture device that disappears or is busy fails in the source's elements.)
             AppError::Media(m) => match m {
-                MediaError::Capture(_) | MediaError::ElementMissing { .. } | MediaError::NoEncoder(_) => true,
+                MediaError::Capture(_)
+                | MediaError::ElementMissing { .. }
+                | MediaError::NoEncoder(_)
+                | MediaError::NoDesktop => true,
                 MediaError::Pipeline { at_source, .. } => *at_source,
                 MediaError::Gst(_) => false,
             },

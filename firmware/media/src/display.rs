@@ -131,7 +131,7 @@ impl Display {
                     card = opened;
                     sink
                 } else {
-                    make("autovideosink", "gstreamer1.0-plugins-good")?
+                    window_sink(Desktop::here())?
                 };
                 sink.set_property("sync", false);
                 chain.push(sink);
@@ -315,6 +315,35 @@ pub fn push_fresh(appsrc: &gst_app::AppSrc, sample: &gst::Sample) {
 
 /// kmssink on the card with a monitor, in the monitor's preferred mode (a caps filter pushed on
 /// `chain` for it), and the card, which must stay open while it draws.
+/// Which desktops this process could open a window on: what its environment names.
+#[derive(Debug, Clone, Copy)]
+struct Desktop {
+    wayland: bool,
+    x: bool,
+}
+
+impl Desktop {
+    fn here() -> Self {
+        Self { wayland: std::env::var_os("WAYLAND_DISPLAY").is_some(), x: std::env::var_os("DISPLAY").is_some() }
+    }
+}
+
+/// A window on the desktop: Wayland's sink, else X's, the first that opens. Not
+/// `autovideosink`: with no desktop its last resort is DirectFB (`dfbvideosink`), which takes the
+/// console and crashed the whole daemon from a thread of its own (a box set to `window` and run
+/// headless, as the API tests run it).
+fn window_sink(desktop: Desktop) -> Result<gst::Element, MediaError> {
+    let candidates = [("waylandsink", desktop.wayland), ("xvimagesink", desktop.x), ("ximagesink", desktop.x)];
+    for (name, _) in candidates.iter().filter(|(_, there)| *there) {
+        let Ok(sink) = gst::ElementFactory::make(name).build() else { continue };
+        if sink.set_state(gst::State::Ready).is_ok() {
+            sink.set_state(gst::State::Null)?;
+            return Ok(sink);
+        }
+    }
+    Err(MediaError::NoDesktop)
+}
+
 fn kms_sink(
     connector: Option<u32>,
     chain: &mut Vec<gst::Element>,
@@ -400,5 +429,33 @@ mod tests {
         assert_eq!(SinkKind::from_config(&DecoderSink::Fake), SinkKind::Fake);
         assert_eq!(SinkKind::from_config(&DecoderSink::File("/tmp/x.mkv".into())), SinkKind::File("/tmp/x.mkv".into()));
         assert_eq!(SinkKind::from_config(&DecoderSink::Kms), SinkKind::Kms { connector: None });
+    }
+
+    /// The threads of this process, by name.
+    fn thread_names() -> Vec<String> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_string())
+            .collect()
+    }
+
+    /// A window with no desktop, or with a desktop named that does not answer (this machine
+    /// runs none), is refused in words that say what to choose, and nothing else is tried: no
+    /// DirectFB thread, which crashed the API tests' process when autovideosink fell back to it.
+    #[test]
+    fn a_window_without_a_desktop_is_refused_in_words_and_directfb_is_never_tried() {
+        crate::init().unwrap();
+        for desktop in [Desktop { wayland: false, x: false }, Desktop { wayland: true, x: true }] {
+            if desktop.x && (std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some()) {
+                continue; // a desktop here would rightly open.
+            }
+            let e = window_sink(desktop).unwrap_err();
+            assert!(matches!(e, MediaError::NoDesktop), "{e}");
+            let words = e.to_string();
+            assert!(words.contains("window") && words.contains("kms") && words.contains("DISPLAY"), "{words}");
+        }
+        let names = thread_names();
+        assert!(!names.iter().any(|n| n.contains("Fusion")), "{names:?}");
     }
 }

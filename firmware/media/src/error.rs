@@ -35,6 +35,12 @@ pub enum MediaError {
         /// device that is missing, busy or gone, which the user can fix.
         at_source: bool,
     },
+    /// `decoder.sink = window` on a box without a desktop to open a window on.
+    #[error(
+        "decoder.sink is \"window\" but no desktop could be opened (neither WAYLAND_DISPLAY nor DISPLAY leads to \
+         one): choose kms for the HDMI output, or fake"
+    )]
+    NoDesktop,
     /// GStreamer refused an operation (linking, a state change).
     #[error("GStreamer: {0}")]
     Gst(String),
