@@ -66,7 +66,7 @@ async fn start_with(devices: Option<std::path::PathBuf>) -> Box_ {
     let identity: Overrides = Arc::new(|c| c);
     let store = Arc::new(ConfigStore::new(Some(path), file, identity, handle.commands.clone()));
     let mut state = AppState::new(handle.clone(), store, Arc::new(RootHelper));
-    state.spawn_tasks();
+    telebridge_appliance::house::tasks::spawn(&state);
     if let Some(root) = devices {
         state.devices_root = Arc::new(root);
     }

@@ -73,7 +73,7 @@ pub struct AppState {
 
 impl AppState {
     /// State for a daemon; when no password is set yet, makes the one-time setup code, logs it
-    /// and writes it to `web.setup_code_file`. Starts nothing ([`AppState::spawn_tasks`]).
+    /// and writes it to `web.setup_code_file`. Starts nothing: what runs beside the requests is the box's wiring's (`telebridge_appliance::house`).
     pub fn new(daemon: impl Daemon, store: Arc<ConfigStore>, host: Arc<dyn Host>) -> Self {
         let file = store.file();
         let pairing = Pairing::load(&file.name, store.path().map(pairing_path));
@@ -115,38 +115,6 @@ impl AppState {
             host,
             devices_root: Arc::new("/".into()),
         }
-    }
-
-    /// Starts what runs beside the requests, for as long as the daemon runs: the history (a row
-    /// a second), the paired box's messages heard, the router's mapping kept, the HDMI output's
-    /// pairing words kept current and the tally told to the paired box. The box's wiring
-    /// (`telebridge_appliance::house`) calls it once.
-    pub fn spawn_tasks(&self) {
-        self.spawn_history();
-        pairing::spawn_listener(self);
-        pairing::spawn_mapping_keeper(self);
-        pairing::spawn_screen_keeper(self);
-        pairing::spawn_tally_sender(self);
-    }
-
-    /// Records one history row a second until the daemon goes away.
-    fn spawn_history(&self) {
-        let (history, mut status) = (self.history.clone(), self.daemon.status());
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-            loop {
-                tick.tick().await;
-                if status.has_changed().is_err() {
-                    break;
-                }
-                let s = status.borrow_and_update().clone();
-                let unix = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0);
-                history.record(unix, s.machine.state, s.media.as_ref());
-            }
-        });
     }
 }
 

@@ -139,7 +139,6 @@ async fn the_api_shows_what_the_daemon_publishes_and_passes_on_what_it_is_asked(
     let store = Arc::new(ConfigStore::new(None, file, Arc::new(|c| c), cmd_tx));
     let host = Arc::new(NoHelper::default());
     let state = AppState::new(fake, store, host.clone());
-    state.spawn_tasks();
     let app = router(state);
 
     // First start: the setup text goes to the daemon's screen, and the code to the host's file.

@@ -5,6 +5,7 @@
 //! [`start`]; the web crate only serves handlers over the contract's `Daemon`.
 
 pub mod host;
+pub mod tasks;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -106,7 +107,7 @@ pub async fn start(
     reload_on_sighup(store.clone());
     let nearby = Arc::new(Nearby::start(panel, &Nearby::seed(path.as_deref())));
     let state = AppState::with_pairing(handle, store, Arc::new(host::RootHelper), pairing, nearby.clone());
-    state.spawn_tasks();
+    tasks::spawn(&state);
     keep_announcement(&state, nearby.clone());
     if let Some(l) = pair_listener {
         // Pairing alone, on a port of its own (to forward from the internet instead of the panel's).

@@ -8,7 +8,7 @@ use telebridge_pairing::store::Via;
 use telebridge_pairing::{PairError, PairRecord, Reach, Side, Typer, TyperError};
 
 use super::peer::Welcome;
-use super::{announce, unix_now, PairingView};
+use super::{unix_now, PairingView};
 use crate::body::{Shape, SmallJson};
 use crate::error::{ApiError, ErrorBody};
 use crate::pair_client::{self, Answer};
@@ -140,7 +140,7 @@ pub(crate) async fn join(
     record.via = via;
     record.rendezvous = rendezvous;
     s.pairing.keep(record)?;
-    announce(&s).await;
+    s.pairing.announce(s.store.running().as_ref(), &s.daemon.commands()).await;
     Ok(Json(s.pairing.view(Some(&config))))
 }
 

@@ -15,10 +15,12 @@ use telebridge_sync::Locked;
 use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
+use telebridge_config::ValidConfig;
 use telebridge_contract::daemon::DaemonCommand;
 use telebridge_contract::nearby::PairingState;
 use telebridge_pairing::store::{StoredSide, Via};
 use telebridge_pairing::{link_route, link_url, PairRecord, PairingCode, PeerRoute, Reach, Shower};
+use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::error::ApiError;
@@ -27,12 +29,9 @@ use crate::AppState;
 
 mod join;
 mod peer;
-mod tasks;
 
 pub(crate) use join::join;
 pub(crate) use peer::{confirm, hello};
-pub use tasks::screen_text;
-pub(crate) use tasks::{spawn_listener, spawn_mapping_keeper, spawn_screen_keeper, spawn_tally_sender};
 
 /// A box's pairing: the code it may show, the pairing it holds.
 #[derive(Debug)]
@@ -135,7 +134,7 @@ impl Pairing {
 
     /// A control message from the paired box: its live state for the tally, or its farewell
     /// (the pairing it ended, forgotten here too).
-    fn on_peer_message(&self, data: &[u8]) -> Option<PeerMessage> {
+    pub fn on_peer_message(&self, data: &[u8]) -> Option<PeerMessage> {
         let mut inner = self.lock();
         let record = inner.record.clone()?;
         if let Some(live) = telebridge_pairing::control::read_on_air(&record, data, unix_now()) {
@@ -158,7 +157,8 @@ impl Pairing {
         Some(PeerMessage::Farewell(record))
     }
 
-    fn view(&self, config: Option<&telebridge_config::ValidConfig>) -> PairingView {
+    /// The pairing as the panel shows it, under `config`'s bridge settings.
+    pub fn view(&self, config: Option<&ValidConfig>) -> PairingView {
         let mut inner = self.lock();
         let expired = inner.shower.expire(Instant::now());
         if expired.closed {
@@ -182,7 +182,7 @@ impl Pairing {
             paired_at_unix: r.paired_at_unix,
         });
         let code = inner.shower.code(Instant::now());
-        let port = config.map_or(7700, |c| c.bridge.port);
+        let port = bridge_port(config);
         let mapping = self.mapping.locked().clone();
         let reach = match inner.record.as_ref().map(|r| (r.reach, r.via)) {
             Some((Reach::Call, Via::PortMapping)) => {
@@ -222,27 +222,75 @@ impl Pairing {
     }
 }
 
-async fn announce(s: &AppState) {
-    let link = match s.store.running() {
-        Some(c) => s.pairing.link(&c),
-        None => Err("the configuration does not validate".into()),
-    };
-    let _ = s.daemon.commands().send(DaemonCommand::PeerLink(Box::new(link))).await;
-}
-
 /// What the paired box said on the bridge's connection.
-enum PeerMessage {
+#[derive(Debug)]
+pub enum PeerMessage {
     /// It has this box's picture on air (its tally message), or not.
     Taken(bool),
     /// It unpaired: the pairing it ended.
     Farewell(PairRecord),
 }
 
-/// Whether this box has the paired box's picture on air, for its tally, when paired: the
-/// signed message.
-pub(crate) fn taken_message(s: &AppState, taken: bool) -> Option<Vec<u8>> {
-    let record = s.pairing.lock().record.clone()?;
-    Some(telebridge_pairing::control::on_air(&record, taken, unix_now()))
+/// Where a configuration puts the bridge's port (7700 with none that validates).
+fn bridge_port(config: Option<&ValidConfig>) -> u16 {
+    config.map_or(7700, |c| c.bridge.port)
+}
+
+impl Pairing {
+    /// Hands the daemon the bridge's connection for the pairing now held (or why there is none).
+    pub async fn announce(&self, config: Option<&ValidConfig>, daemon: &mpsc::Sender<DaemonCommand>) {
+        let link = match config {
+            Some(c) => self.link(c),
+            None => Err("the configuration does not validate".into()),
+        };
+        let _ = daemon.send(DaemonCommand::PeerLink(Box::new(link))).await;
+    }
+
+    /// Whether this box has the paired box's picture on air, for its tally, when paired: the
+    /// signed message.
+    pub fn taken_message(&self, taken: bool) -> Option<Vec<u8>> {
+        let record = self.lock().record.clone()?;
+        Some(telebridge_pairing::control::on_air(&record, taken, unix_now()))
+    }
+
+    /// Shows a new code (the panel's button, or a long press of the box's button), and asks the
+    /// router to pass the bridge's port meanwhile (this box will listen) when `config` allows.
+    pub fn open(&self, config: Option<&ValidConfig>) -> Result<(), ApiError> {
+        let code = fresh_code()?;
+        {
+            let mut inner = self.lock();
+            inner.shower.open(code, Instant::now());
+            inner.last = Some("pairing open: type the code into the other box's panel".into());
+        }
+        info!("pairing opened: a code is shown");
+        *self.mapping.locked() = Mapping::Unknown;
+        let (slot, port) = (self.mapping.clone(), bridge_port(config));
+        if config.is_some_and(|c| c.bridge.port_mapping) {
+            tokio::spawn(async move { reach::refresh(&slot, port).await });
+        } else {
+            *slot.locked() = Mapping::None("switched off: bridge.port_mapping".into());
+        }
+        Ok(())
+    }
+
+    /// The router's mapping of a pairing that ended, removed (this box listened through it).
+    pub fn forget_mapping(&self, ended: &PairRecord, config: Option<&ValidConfig>) {
+        if ended.reach == Reach::Listen && ended.via == Via::PortMapping {
+            let port = bridge_port(config);
+            *self.mapping.locked() = Mapping::Unknown;
+            tokio::task::spawn_blocking(move || reach::unmap(port));
+        }
+    }
+
+    /// Asks the router again for the mapping this box listens through, if it listens through
+    /// one and `config` allows it.
+    pub async fn keep_mapping(&self, config: Option<&ValidConfig>) {
+        let through_router =
+            self.lock().record.as_ref().is_some_and(|r| r.reach == Reach::Listen && r.via == Via::PortMapping);
+        if through_router && config.is_some_and(|c| c.bridge.port_mapping) {
+            reach::refresh(&self.mapping, bridge_port(config)).await;
+        }
+    }
 }
 
 /// `GET /api/pairing`.
@@ -252,29 +300,9 @@ pub(crate) async fn get_pairing(State(s): State<AppState>) -> Result<Json<Pairin
 
 /// `POST /api/pairing/open`: show a new code.
 pub(crate) async fn open(State(s): State<AppState>) -> Result<Json<PairingView>, ApiError> {
-    open_code(&s)?;
-    Ok(Json(s.pairing.view(s.store.running().as_ref())))
-}
-
-/// Shows a new code (the panel's button, or a long press of the box's button).
-fn open_code(s: &AppState) -> Result<(), ApiError> {
-    let code = fresh_code()?;
-    {
-        let mut inner = s.pairing.lock();
-        inner.shower.open(code, Instant::now());
-        inner.last = Some("pairing open: type the code into the other box's panel".into());
-    }
-    info!("pairing opened: a code is shown");
-    // This box will listen: ask its router to pass the port meanwhile.
-    *s.pairing.mapping.locked() = Mapping::Unknown;
     let config = s.store.running();
-    let (slot, port) = (s.pairing.mapping.clone(), config.as_ref().map_or(7700, |c| c.bridge.port));
-    if config.is_some_and(|c| c.bridge.port_mapping) {
-        tokio::spawn(async move { reach::refresh(&slot, port).await });
-    } else {
-        *slot.locked() = Mapping::None("switched off: bridge.port_mapping".into());
-    }
-    Ok(())
+    s.pairing.open(config.as_ref())?;
+    Ok(Json(s.pairing.view(config.as_ref())))
 }
 
 /// `DELETE /api/pairing`: forget the pairing; the bridge tells the other box and stops.
@@ -300,8 +328,9 @@ pub(crate) async fn unpair(State(s): State<AppState>) -> Result<Json<PairingView
     };
     if let Some(r) = gone {
         info!(peer = %r.peer_id, "unpaired");
-        forget_mapping(&s, &r);
-        announce(&s).await;
+        let config = s.store.running();
+        s.pairing.forget_mapping(&r, config.as_ref());
+        s.pairing.announce(config.as_ref(), &s.daemon.commands()).await;
     }
     Ok(Json(s.pairing.view(s.store.running().as_ref())))
 }
@@ -315,13 +344,4 @@ fn farewell_wait(s: &AppState) -> std::time::Duration {
     });
     let ms = peer.map_or(0.0, |srt| srt.negotiated_latency_ms as f64 + 2.0 * srt.rtt_ms + 250.0);
     std::time::Duration::from_millis(ms.clamp(0.0, 3000.0) as u64)
-}
-
-/// The router's mapping of a pairing that ended, removed (this box listened through it).
-fn forget_mapping(s: &AppState, r: &PairRecord) {
-    if r.reach == Reach::Listen && r.via == Via::PortMapping {
-        let port = s.store.running().map_or(7700, |c| c.bridge.port);
-        *s.pairing.mapping.locked() = Mapping::Unknown;
-        tokio::task::spawn_blocking(move || reach::unmap(port));
-    }
 }

@@ -14,7 +14,7 @@ use telebridge_pairing::store::Via;
 use telebridge_pairing::{wire, PairError, PairRecord, Reach, Refusal, ShowerError, Side};
 use tracing::warn;
 
-use super::{announce, unix_now};
+use super::unix_now;
 use crate::auth::client_key;
 use crate::body::read_body;
 use crate::error::ApiError;
@@ -108,6 +108,6 @@ pub(crate) async fn confirm(State(s): State<AppState>, req: Request) -> Result<J
     let facts = WelcomeFacts { srt_port, srt_address: srt_address.as_deref(), addresses: &addresses };
     let tag = telebridge_pairing::control::welcome_tag(record.pair_key.expose(), &record.pair_id, &facts);
     s.pairing.keep(record)?;
-    announce(&s).await;
+    s.pairing.announce(s.store.running().as_ref(), &s.daemon.commands()).await;
     Ok(Json(Welcome { srt_port, srt_address, addresses, tag }))
 }

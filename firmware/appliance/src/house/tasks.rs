@@ -1,17 +1,55 @@
-//! What runs beside the requests: the paired box's messages, the router's mapping kept, the HDMI
-//! output's words kept current and the button's request for a code.
+//! What runs beside the panel's requests, for as long as the daemon runs: the history the panel
+//! graphs (a row a second), the paired box's messages heard, the router's mapping kept, the HDMI
+//! output's pairing words kept current (and the button's request for a code answered) and the
+//! tally told to the paired box.
 
-use telebridge_contract::daemon::DaemonCommand;
-use telebridge_pairing::store::Via;
-use telebridge_pairing::Reach;
+use std::sync::Arc;
+
+use telebridge_contract::daemon::{Daemon, DaemonCommand};
+use telebridge_web::history::History;
+use telebridge_web::pairing::{PairingView, PeerMessage};
+use telebridge_web::{AppState, ConfigStore, Pairing};
 use tracing::{info, warn};
 
-use super::{announce, forget_mapping, open_code, taken_message, PairingView, PeerMessage};
-use crate::reach;
-use crate::AppState;
+/// What the tasks work with: the daemon, the configuration as it runs, the pairing.
+#[derive(Debug, Clone)]
+struct Pieces {
+    daemon: Arc<dyn Daemon>,
+    store: Arc<ConfigStore>,
+    pairing: Arc<Pairing>,
+}
+
+/// Starts them all over the panel's `state` (the same daemon, configuration, pairing and
+/// history the panel serves), each until the daemon goes away.
+pub fn spawn(state: &AppState) {
+    let pieces = Pieces { daemon: state.daemon.clone(), store: state.store.clone(), pairing: state.pairing.clone() };
+    spawn_history(&pieces, state.history.clone());
+    spawn_listener(&pieces);
+    spawn_mapping_keeper(&pieces);
+    spawn_screen_keeper(&pieces);
+    spawn_tally_sender(&pieces);
+}
+
+/// Records one history row a second until the daemon goes away.
+fn spawn_history(s: &Pieces, history: Arc<History>) {
+    let mut status = s.daemon.status();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            if status.has_changed().is_err() {
+                break;
+            }
+            let st = status.borrow_and_update().clone();
+            let unix =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+            history.record(unix, st.machine.state, st.media.as_ref());
+        }
+    });
+}
 
 /// Hears the paired box's control messages for as long as the daemon runs.
-pub(crate) fn spawn_listener(s: &AppState) {
+fn spawn_listener(s: &Pieces) {
     let Some(mut rx) = s.daemon.peer_messages() else { return };
     let s = s.clone();
     tokio::spawn(async move {
@@ -22,8 +60,9 @@ pub(crate) fn spawn_listener(s: &AppState) {
                         let _ = s.daemon.commands().send(DaemonCommand::FarLive(live)).await;
                     }
                     Some(PeerMessage::Farewell(ended)) => {
-                        forget_mapping(&s, &ended);
-                        announce(&s).await;
+                        let config = s.store.running();
+                        s.pairing.forget_mapping(&ended, config.as_ref());
+                        s.pairing.announce(config.as_ref(), &s.daemon.commands()).await;
                     }
                     None => {}
                 },
@@ -37,7 +76,7 @@ pub(crate) fn spawn_listener(s: &AppState) {
 /// Tells the paired box four times a second whether this box has its picture on air (this box's
 /// cue or mixer contact), on the bridge's connection, for its tally light (the messages stop with
 /// the connection, and the far light goes out).
-pub(crate) fn spawn_tally_sender(s: &AppState) {
+fn spawn_tally_sender(s: &Pieces) {
     let s = s.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
@@ -52,7 +91,7 @@ pub(crate) fn spawn_tally_sender(s: &AppState) {
             if !(running && bridge) {
                 continue;
             }
-            if let Some(message) = taken_message(&s, live) {
+            if let Some(message) = s.pairing.taken_message(live) {
                 if s.daemon.commands().send(DaemonCommand::ToPeer(message)).await.is_err() {
                     break;
                 }
@@ -63,7 +102,7 @@ pub(crate) fn spawn_tally_sender(s: &AppState) {
 
 /// What the HDMI output says of the pairing while it shows no picture: the code to type into
 /// the other box, or that this bridge is not paired (nothing for other roles, or when paired).
-pub fn screen_text(view: &PairingView, bridge: bool) -> Option<String> {
+fn screen_text(view: &PairingView, bridge: bool) -> Option<String> {
     match (&view.code, &view.paired) {
         (Some(code), _) => {
             Some(format!("Pairing code {code}\nType it into the other box's panel (Pair) with this box's address"))
@@ -78,7 +117,7 @@ pub fn screen_text(view: &PairingView, bridge: bool) -> Option<String> {
 
 /// Keeps the HDMI output's pairing words current (the code changes when one is burnt or
 /// expires), and opens pairing when the box's button asks for it (a long press, bridge role).
-pub(crate) fn spawn_screen_keeper(s: &AppState) {
+fn spawn_screen_keeper(s: &Pieces) {
     let s = s.clone();
     tokio::spawn(async move {
         let mut status = s.daemon.status();
@@ -95,7 +134,7 @@ pub(crate) fn spawn_screen_keeper(s: &AppState) {
                     if now > requests {
                         requests = now;
                         info!("the button asked for a pairing code");
-                        if let Err(e) = open_code(&s) {
+                        if let Err(e) = s.pairing.open(s.store.running().as_ref()) {
                             warn!(error = ?e, "cannot open pairing");
                         }
                     }
@@ -116,19 +155,13 @@ pub(crate) fn spawn_screen_keeper(s: &AppState) {
 }
 
 /// Keeps the router's mapping while this box listens through it: asked again at start (it may
-/// have lapsed while the box was off) and every [`reach::RENEW_EVERY`].
-pub(crate) fn spawn_mapping_keeper(s: &AppState) {
+/// have lapsed while the box was off) and every [`telebridge_web::reach::RENEW_EVERY`].
+fn spawn_mapping_keeper(s: &Pieces) {
     let s = s.clone();
     tokio::spawn(async move {
         loop {
-            let through_router =
-                s.pairing.lock().record.as_ref().is_some_and(|r| r.reach == Reach::Listen && r.via == Via::PortMapping);
-            let needed = through_router && s.store.running().is_some_and(|c| c.bridge.port_mapping);
-            if needed {
-                let port = s.store.running().map_or(7700, |c| c.bridge.port);
-                reach::refresh(&s.pairing.mapping, port).await;
-            }
-            tokio::time::sleep(reach::RENEW_EVERY).await;
+            s.pairing.keep_mapping(s.store.running().as_ref()).await;
+            tokio::time::sleep(telebridge_web::reach::RENEW_EVERY).await;
         }
     });
 }
