@@ -62,6 +62,15 @@ fn button_goes_live_a_lost_receiver_degrades_and_a_long_hold_stops() {
     let (_, text) = http("GET", http_port, "/metrics", None);
     assert!(text.contains("telebridge_state{state=\"live\"} 1"), "{text}");
     assert!(text.contains("telebridge_output_up{output=\"srt://127.0.0.1:"), "{text}");
+    // The programme's sound meter: the test tone's two channels, in the status and the metrics.
+    let metered = wait_for(Duration::from_secs(3), || {
+        let status = get_json(http_port, "/api/status");
+        let sound = &status["sound"][0];
+        sound["stream"] == "programme" && sound["channels"].as_array().map(Vec::len) == Some(2)
+    });
+    assert!(metered.is_some(), "no programme meter: {}", get_json(http_port, "/api/status"));
+    let (_, text) = http("GET", http_port, "/metrics", None);
+    assert!(text.contains("telebridge_audio_peak_dbfs{stream=\"programme\",channel=\"1\"}"), "{text}");
 
     // The receiver dies: degraded, the link LED double-blinks (retrying), still on air.
     drop(slt);

@@ -261,6 +261,7 @@ function startEvents() {
     const st = await api('GET', '/api/status');
     if (st.status === 200) renderStatus(st.data);
   });
+  events.addEventListener('levels', (e) => renderLevels(JSON.parse(e.data)));
   events.addEventListener('sample', (e) => {
     const d = JSON.parse(e.data);
     if (lastStatus) {

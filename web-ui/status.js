@@ -157,6 +157,57 @@ function stoppedAt(decoder, now) {
   return null;
 }
 
+// ---------- the sound's meters ----------
+// Ten readings a second while a stream with sound runs (the `levels` event); a meter that hears
+// nothing new for 0.6 s is hidden (its stream stopped).
+const METER_FLOOR_DB = -60;
+const SILENT_AFTER_S = 5;
+const PEAK_HOLD_MS = 1500;
+let levelsAt = 0;
+const peakHold = {};
+const meterWidth = (db) => `${Math.max(0, Math.min(100, ((db - METER_FLOOR_DB) / -METER_FLOOR_DB) * 100))}%`;
+function renderLevels(levels) {
+  levelsAt = Date.now();
+  for (const stream of ['programme', 'received']) {
+    const box = $(`#meter-${stream}`);
+    const l = (levels || []).find((x) => x.stream === stream);
+    box.hidden = !l;
+    if (!l) continue;
+    const bars = box.querySelector('.bars');
+    while (bars.children.length < l.channels.length) {
+      const b = document.createElement('div');
+      b.className = 'bar';
+      b.setAttribute('role', 'meter');
+      b.setAttribute('aria-valuemin', '-100');
+      b.setAttribute('aria-valuemax', '0');
+      b.innerHTML = '<i class="rms"></i><i class="peak"></i>';
+      bars.appendChild(b);
+    }
+    while (bars.children.length > l.channels.length) bars.lastChild.remove();
+    l.channels.forEach((c, i) => {
+      const b = bars.children[i];
+      b.querySelector('.rms').style.width = meterWidth(c.rms_db);
+      b.querySelector('.peak').style.left = meterWidth(c.peak_db);
+      b.setAttribute('aria-valuenow', c.peak_db.toFixed(1));
+      b.setAttribute('aria-label', `${l.channels.length === 2 ? ['Left', 'Right'][i] : `Channel ${i + 1}`}: peak ${c.peak_db.toFixed(0)} dBFS`);
+      b.classList.toggle('hot', c.rms_db > -12);
+      b.classList.toggle('clip', c.peak_db > -1);
+    });
+    // The words hold the loudest peak of the last 1.5 s, so a beat or a word can be read.
+    const held = (peakHold[stream] || []).filter(([t]) => levelsAt - t < PEAK_HOLD_MS);
+    held.push([levelsAt, Math.max(...l.channels.map((c) => c.peak_db))]);
+    peakHold[stream] = held;
+    const loudest = Math.max(...held.map(([, db]) => db));
+    const silent = l.silent_s >= SILENT_AFTER_S;
+    box.classList.toggle('silent', silent);
+    box.querySelector('.db').textContent = silent ? `Silent for ${Math.round(l.silent_s)} s`
+      : loudest <= METER_FLOOR_DB ? 'Quiet' : `Peak ${loudest.toFixed(0)} dBFS`;
+  }
+}
+setInterval(() => {
+  if (levelsAt && Date.now() - levelsAt > 600) { levelsAt = 0; renderLevels([]); }
+}, 300);
+
 // ---------- figures ----------
 function figures(rows) {
   const dl = $('#figures');

@@ -127,6 +127,23 @@ try {
     await page.waitForSelector('#codec-reason:text("encoding in software")', { timeout: 10000 });
     const codec = await page.textContent('#codec-reason');
     check(/^Why (x264enc|openh264enc): /.test(codec), `${label}: the panel says which encoder and why: ${codec}`);
+    // The programme's sound meter moves with the test tone: a 1 kHz beep for a tenth of a
+    // second each second at 0.3 of full scale (-10.5 dBFS peak), silence between.
+    const peaks = [];
+    for (let i = 0; i < 60; i++) {
+      peaks.push(await page.evaluate(() => {
+        const m = document.querySelector('#meter-programme');
+        const bar = m && !m.hidden && m.querySelector('.bar');
+        return bar ? Number(bar.getAttribute('aria-valuenow')) : null;
+      }));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const read = peaks.filter((p) => p !== null);
+    const [loud, quiet] = [Math.max(...read), Math.min(...read)];
+    check(read.length >= 50 && loud > -12 && loud < -9 && quiet <= -60,
+      `${label}: the sound meter rises with the beep and falls between (${read.length} readings, peak ${loud}, lowest ${quiet} dBFS)`);
+    const words = await page.textContent('#meter-programme .db');
+    check(/^Peak -1[01] dBFS$/.test(words), `${label}: the meter's words hold the beep's peak: "${words}"`);
     await shot('5-live');
     if (label === 'desktop') {
       // The simulated cable, from the panel: pulled, the status says there is no signal.

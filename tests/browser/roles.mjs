@@ -191,6 +191,10 @@ async function journey(browser, label, viewport) {
     `${label}: the decoder shows the sender ${await fig(pd, 'Sender')}, ${await fig(pd, 'Received')} received, RTT ${await fig(pd, 'Network RTT')}, SRT latency ${await fig(pd, 'SRT latency')}`);
   check(await pd.textContent('#live-button') === 'Stop receiving' && await pd.$eval('#outputs-card', (c) => c.hidden),
     `${label}: the decoder's words are a decoder's ("Stop receiving"), its input not listed as an output`);
+  // The received sound's meter: the encoder's test beep, decoded, held in its words.
+  await waitFor('the received sound on its meter', async () => /^Peak -1\d dBFS$/.test(await pd.textContent('#meter-received .db')), 10000);
+  check(await pd.$eval('#meter-programme', (m) => m.hidden) && (await pd.$$('#meter-received .bar')).length === 2,
+    `${label}: the decoder meters the sound it receives, two channels ("${await pd.textContent('#meter-received .db')}"), and sends none`);
   await pd.shot('5-receiving');
   // The decoder's settings: its sections, its input as a form, saved as it was.
   await pd.click('nav a[data-page=settings]');

@@ -38,6 +38,11 @@ pub trait Daemon: Send + Sync + std::fmt::Debug + 'static {
     fn received_preview(&self) -> Option<Vec<u8>> {
         None
     }
+    /// The sound's meters as they read now (ten readings a second); none when no stream with
+    /// sound runs.
+    fn levels(&self) -> Vec<crate::sound::StreamLevels> {
+        Vec::new()
+    }
 }
 
 /// What the daemon is doing, for the API and the panel.
@@ -77,6 +82,9 @@ pub struct DaemonStatus {
     pub alerts: Vec<String>,
     /// Long presses of the button that asked for a pairing code (bridge role), since start.
     pub pairing_requests: u64,
+    /// The sound's meters (each running stream's peak and RMS per channel, and its silence),
+    /// as they read when the status was made; [`Daemon::levels`] reads them now.
+    pub sound: Vec<crate::sound::StreamLevels>,
 }
 
 /// The input as the status shows it.

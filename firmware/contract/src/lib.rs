@@ -11,6 +11,7 @@
 //! - [`roles`]: what each role reports (the encoder's, the decoder's, the bridge's);
 //! - [`srt`], [`uplink`]: an output's and an input's status, libsrt's counters, a bonded
 //!   output's uplinks; [`measure`]: glass-to-glass latency and lip sync;
+//! - [`sound`]: the sound's meters (peak and RMS per channel of each stream) and its silence;
 //! - [`gpio`]: the LEDs and the go-live button as the daemon and the panel see them;
 //! - [`host`]: what the panel asks of the machine (reboot, update, the setup code file);
 //! - [`nearby`]: the boxes on the local network, as discovery finds them and the panel lists them.
@@ -24,5 +25,6 @@ pub mod measure;
 pub mod nearby;
 pub mod roles;
 pub mod sample;
+pub mod sound;
 pub mod srt;
 pub mod uplink;

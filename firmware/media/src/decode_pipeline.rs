@@ -75,6 +75,15 @@ pub enum AvMark {
 /// Receives each lip-sync mark.
 pub type MarkConsumer = Arc<dyn Fn(AvMark) + Send + Sync>;
 
+/// What a decode pipeline is wired to beside its decoder: shared state it writes while it runs.
+#[derive(Debug, Clone, Default)]
+pub struct DecodeTaps {
+    /// Where to keep a small JPEG of the picture, once a second; `None` makes none.
+    pub preview: Option<crate::PreviewSlot>,
+    /// Where the received sound's meter writes its readings; `None` meters nothing.
+    pub levels: Option<Arc<telebridge_contract::sound::LevelBoard>>,
+}
+
 /// A running decode pipeline.
 #[derive(Debug)]
 pub struct DecodePipeline {
@@ -91,8 +100,9 @@ impl DecodePipeline {
         on_frame: FrameConsumer,
         on_timecode: TimecodeConsumer,
         on_mark: MarkConsumer,
-        preview: Option<crate::PreviewSlot>,
+        taps: DecodeTaps,
     ) -> Result<Self, MediaError> {
+        let DecodeTaps { preview, levels } = taps;
         let pipeline = gst::Pipeline::with_name("decoder");
         let caps = gst::Caps::builder("video/mpegts").field("systemstream", true).field("packetsize", 188i32).build();
         let appsrc = gst_app::AppSrc::builder()
@@ -155,7 +165,12 @@ impl DecodePipeline {
         } else {
             vec![&au_filter, &parse, &dec, &convert, &i420, vsink.upcast_ref()]
         };
-        let audio_chain = [&aconv, &f32, &ares, &aconv_out, &asink];
+        // The received sound's meter reads it as decoded, before it is resampled for the sink.
+        let meter = match &levels {
+            Some(_) => crate::sound_level::meter(telebridge_contract::sound::SoundStream::Received)?,
+            None => make("identity", "gstreamer1.0-plugins-base")?,
+        };
+        let audio_chain = [&aconv, &f32, &meter, &ares, &aconv_out, &asink];
         pipeline.add_many([appsrc.upcast_ref(), &demux])?;
         pipeline.add_many(video_chain.iter().copied())?;
         pipeline.add_many(audio_chain)?;
@@ -170,6 +185,9 @@ impl DecodePipeline {
 
         detect_beeps(&f32, on_mark.clone());
         vsink.set_callbacks(frame_callbacks(counters, on_frame, on_timecode, on_mark));
+        if let (Some(board), Some(bus)) = (levels, pipeline.bus()) {
+            crate::sound_level::watch(&bus, board);
+        }
         pipeline.set_state(gst::State::Playing)?;
         debug!(decoder = decoder.element, "decode pipeline started");
         Ok(Self { pipeline, appsrc })

@@ -14,6 +14,7 @@ pub mod latency;
 pub mod lipsync;
 pub mod platform;
 mod slate_picture;
+pub mod sound_level;
 mod stream_kind;
 #[allow(unsafe_code)]
 mod sys;

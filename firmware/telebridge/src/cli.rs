@@ -257,6 +257,7 @@ fn bridge(args: BridgeArgs) -> ExitCode {
         commands: None,
         preview: None,
         received_preview: None,
+        levels: None,
         signal_gate: None,
         on_air: None,
         talk: None,
@@ -362,6 +363,7 @@ fn decode(args: DecodeArgs) -> ExitCode {
         echo: None,
         peer_name: None,
         preview: None,
+        levels: None,
         on_air: None,
     };
     let bond = match args.bond_listen.map(|l| telebridge_appliance::roles::relay::start_bond(l, &options.input)) {

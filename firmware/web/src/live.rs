@@ -112,40 +112,53 @@ pub(crate) async fn tell(s: &AppState, command: DaemonCommand) -> Result<(), Api
         .map_err(|_| error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping"))
 }
 
+/// How often the events look at the daemon: the sound's meters go this often.
+const METER_EVERY: Duration = Duration::from_millis(100);
+
 /// Server-sent events: `sample` once a second (the `--stats json` line of the running media,
-/// with the state), `state` when the state changes.
+/// with the state), `state` when the state changes, `levels` ten times a second while a
+/// stream with sound runs (each stream's peak and RMS per channel, and its silence).
 pub(crate) async fn events(
     State(s): State<AppState>,
 ) -> Result<Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let rx = s.daemon.status();
     let history = s.history.clone();
+    let daemon = s.daemon.clone();
     let stream = futures_util::stream::unfold(
         (rx, history, None::<BoxState>, Instant::now()),
-        |(rx, history, last_state, last_sample)| async move {
-            let mut last_state = last_state;
-            let mut last_sample = last_sample;
-            loop {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                if rx.has_changed().is_err() {
-                    return None;
+        move |(rx, history, last_state, last_sample)| {
+            let daemon = daemon.clone();
+            async move {
+                let mut last_state = last_state;
+                let mut last_sample = last_sample;
+                loop {
+                    tokio::time::sleep(METER_EVERY).await;
+                    if rx.has_changed().is_err() {
+                        return None;
+                    }
+                    let st = rx.borrow().clone();
+                    let state = st.machine.state;
+                    if last_state != Some(state) {
+                        let ev = SseEvent::default().event("state").json_data(&st.machine).unwrap_or_default();
+                        return Some((Ok(ev), (rx, history, Some(state), last_sample)));
+                    }
+                    if last_sample.elapsed() >= Duration::from_secs(1) {
+                        last_sample = Instant::now();
+                        let data = json!({
+                            "state": state, "running": st.running, "leds": st.led_patterns, "media": st.media,
+                            "links": st.links, "alerts": st.alerts, "input": st.input, "tally": st.tally, "talk": st.talk,
+                            "row": history.latest_line(), "now_unix_ms": unix_ms(),
+                        });
+                        let ev = SseEvent::default().event("sample").json_data(&data).unwrap_or_default();
+                        return Some((Ok(ev), (rx, history, last_state, last_sample)));
+                    }
+                    last_state = Some(state);
+                    let levels = daemon.levels();
+                    if !levels.is_empty() {
+                        let ev = SseEvent::default().event("levels").json_data(&levels).unwrap_or_default();
+                        return Some((Ok(ev), (rx, history, last_state, last_sample)));
+                    }
                 }
-                let st = rx.borrow().clone();
-                let state = st.machine.state;
-                if last_state != Some(state) {
-                    let ev = SseEvent::default().event("state").json_data(&st.machine).unwrap_or_default();
-                    return Some((Ok(ev), (rx, history, Some(state), last_sample)));
-                }
-                if last_sample.elapsed() >= Duration::from_secs(1) {
-                    last_sample = Instant::now();
-                    let data = json!({
-                        "state": state, "running": st.running, "leds": st.led_patterns, "media": st.media,
-                        "links": st.links, "alerts": st.alerts, "input": st.input, "tally": st.tally, "talk": st.talk,
-                        "row": history.latest_line(), "now_unix_ms": unix_ms(),
-                    });
-                    let ev = SseEvent::default().event("sample").json_data(&data).unwrap_or_default();
-                    return Some((Ok(ev), (rx, history, last_state, last_sample)));
-                }
-                last_state = Some(state);
             }
         },
     );

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use telebridge_contract::daemon::DaemonStatus;
 use telebridge_contract::machine::State;
 use telebridge_contract::sample::MediaSample;
+use telebridge_contract::sound::ChannelLevel;
 use telebridge_contract::srt::SrtStats;
 use telebridge_contract::uplink::{LinkState, LinkStatus};
 
@@ -32,6 +33,36 @@ impl Out {
 
 /// One SRT series: the metric, its type, how to read it from the counters, its help.
 type Series = (&'static str, &'static str, fn(&SrtStats) -> f64, &'static str);
+
+/// The sound's meters: each running stream's peak and RMS per channel, and its silence.
+fn sound(o: &mut Out, s: &DaemonStatus) {
+    if s.sound.is_empty() {
+        return;
+    }
+    let each = |o: &mut Out, name: &str, read: fn(&ChannelLevel) -> f64| {
+        for l in &s.sound {
+            for (i, c) in l.channels.iter().enumerate() {
+                o.val(name, &format!("stream=\"{}\",channel=\"{i}\"", l.stream.name()), read(c));
+            }
+        }
+    };
+    o.head(
+        "telebridge_audio_peak_dbfs",
+        "gauge",
+        "The sound's peak over the meter's last 100 ms, per stream and channel",
+    );
+    each(o, "telebridge_audio_peak_dbfs", |c| c.peak_db);
+    o.head(
+        "telebridge_audio_rms_dbfs",
+        "gauge",
+        "The sound's RMS over the meter's last 100 ms, per stream and channel",
+    );
+    each(o, "telebridge_audio_rms_dbfs", |c| c.rms_db);
+    o.head("telebridge_audio_silent_seconds", "gauge", "How long every channel of the stream has been below -60 dBFS");
+    for l in &s.sound {
+        o.val("telebridge_audio_silent_seconds", &format!("stream=\"{}\"", l.stream.name()), l.silent_s);
+    }
+}
 
 /// Renders the metrics.
 pub fn render(s: &DaemonStatus) -> String {
@@ -66,6 +97,7 @@ pub fn render(s: &DaemonStatus) -> String {
             o.val("telebridge_rate_max_video_kbps", "", f64::from(r.max_video_kbps));
         }
     }
+    sound(&mut o, s);
     let decoding = match &s.media {
         Some(MediaSample::Decoder(m)) => Some(&**m),
         Some(MediaSample::Bridge(b)) => b.receiving.as_ref(),

@@ -18,6 +18,7 @@ use telebridge_contract::daemon::{DaemonCommand, DaemonStatus, InputInfo};
 use telebridge_contract::gpio::{LedPattern, SimBoard};
 use telebridge_contract::host::{Host, HostError, UpdateState, UpdateStatus};
 use telebridge_contract::machine::{Machine, State};
+use telebridge_contract::sound::{ChannelLevel, SoundStream, StreamLevels};
 use telebridge_web::{router, AppState, ConfigStore, Daemon, CSRF_HEADER};
 use tokio::sync::{mpsc, watch};
 use tower::ServiceExt;
@@ -101,6 +102,11 @@ fn status(state_name: &str) -> DaemonStatus {
         input: InputInfo { signal: true, format: "test 1280x720 30 fps, 4000 kbit/s".into() },
         alerts: vec!["an alert the fake publishes".into()],
         pairing_requests: 0,
+        sound: vec![StreamLevels {
+            stream: SoundStream::Programme,
+            channels: vec![ChannelLevel::new(-6.5, -9.5), ChannelLevel::new(-100.0, -100.0)],
+            silent_s: 0.0,
+        }],
     }
 }
 
@@ -168,6 +174,9 @@ async fn the_api_shows_what_the_daemon_publishes_and_passes_on_what_it_is_asked(
     assert_eq!((v["name"].as_str(), v["machine"]["state"].as_str()), (Some("renamed"), Some("live")));
     let (_, metrics, _) = call(&app, "GET", "/metrics", "", Some(&cookie)).await;
     assert!(metrics.contains("telebridge_state{state=\"live\"} 1"), "{metrics}");
+    assert!(metrics.contains("telebridge_audio_peak_dbfs{stream=\"programme\",channel=\"0\"} -6.5\n"), "{metrics}");
+    assert!(metrics.contains("telebridge_audio_rms_dbfs{stream=\"programme\",channel=\"1\"} -100\n"), "{metrics}");
+    assert!(metrics.contains("telebridge_audio_silent_seconds{stream=\"programme\"} 0\n"), "{metrics}");
 
     // What the API is asked becomes the daemon's command.
     let (s, _, _) = call(&app, "POST", "/api/live", r#"{"live":true}"#, Some(&cookie)).await;

@@ -155,6 +155,7 @@ impl MainLoop {
             pending_restart: &self.pending_restart,
             screen: self.screen.shown(),
             pairing_requests: self.pairing_requests,
+            sound: self.shared.levels.read(std::time::Instant::now()),
         }));
     }
 

@@ -48,6 +48,8 @@ pub(super) struct MediaShared {
     pub(super) on_air: Arc<AtomicBool>,
     /// Talkback: the talk button (the main loop) and the sound (the bridge).
     pub(super) talk: Arc<crate::roles::talkback::TalkShared>,
+    /// The sound's meters, written by the pipelines.
+    pub(super) levels: Arc<telebridge_contract::sound::LevelBoard>,
 }
 
 /// Applies a plan's output changes; a media restart is left to the caller.
@@ -116,6 +118,7 @@ pub(super) fn start_media(
                 })),
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),
+                levels: Some(shared.levels.clone()),
                 signal_gate: gate,
                 peer: None,
                 echo: None,
@@ -147,6 +150,7 @@ pub(super) fn start_media(
                 echo: None,
                 peer_name: None,
                 preview: Some(shared.received.clone()),
+                levels: Some(shared.levels.clone()),
                 on_air: Some(shared.on_air.clone()),
             };
             tokio::spawn(async move {
@@ -182,6 +186,7 @@ pub(super) fn start_media(
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),
                 received_preview: Some(shared.received.clone()),
+                levels: Some(shared.levels.clone()),
                 signal_gate: gate,
                 on_air: Some(shared.on_air.clone()),
                 talk: Some(shared.talk.clone()),

@@ -69,6 +69,8 @@ pub struct DaemonHandle {
     pub peer_messages: tokio::sync::broadcast::Sender<Vec<u8>>,
     /// The latest JPEG of what arrives from the paired box (bridge role).
     pub received_preview: telebridge_media::PreviewSlot,
+    /// The sound's meters, as the pipelines write them.
+    pub levels: Arc<telebridge_contract::sound::LevelBoard>,
 }
 
 impl DaemonHandle {
@@ -110,6 +112,10 @@ impl telebridge_contract::daemon::Daemon for DaemonHandle {
     fn received_preview(&self) -> Option<Vec<u8>> {
         self.received_preview.locked().clone()
     }
+
+    fn levels(&self) -> Vec<telebridge_contract::sound::StreamLevels> {
+        self.levels.read(std::time::Instant::now())
+    }
 }
 
 /// Media events the main loop may have waiting (samples, an end).
@@ -145,6 +151,7 @@ pub fn start(
         pending_restart: &[],
         screen: None,
         pairing_requests: 0,
+        sound: Vec::new(),
     });
     let (status_tx, status_rx) = watch::channel(status);
     let (cmd_tx, cmd_rx) = mpsc::channel(32);
@@ -162,6 +169,7 @@ pub fn start(
         received: telebridge_media::PreviewSlot::default(),
         on_air: Arc::new(AtomicBool::new(false)),
         talk: Arc::default(),
+        levels: Arc::default(),
     };
     let handle = DaemonHandle {
         status: status_rx,
@@ -172,6 +180,7 @@ pub fn start(
         sim_cable: shared.cable.clone(),
         peer_messages: shared.peer_messages.clone(),
         received_preview: shared.received.clone(),
+        levels: shared.levels.clone(),
     };
     // Bounded: a sample comes a second; one the main loop has no room for is dropped (the next
     // replaces it), never queued without end behind a stalled loop. An end waits for room.

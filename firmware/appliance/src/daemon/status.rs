@@ -4,6 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use telebridge_config::{Role, ValidConfig};
+use telebridge_contract::sound::StreamLevels;
 use telebridge_gpio::LedPattern;
 
 use crate::daemon::sample::{LinkView, MediaSample};
@@ -27,6 +28,8 @@ pub(super) struct StatusParts<'a> {
     pub(super) pending_restart: &'a [&'static str],
     pub(super) screen: Option<String>,
     pub(super) pairing_requests: u64,
+    /// The sound's meters as they read now.
+    pub(super) sound: Vec<StreamLevels>,
 }
 
 /// The status from its parts: the one place it is built (at the start and at each publish).
@@ -47,8 +50,9 @@ pub(super) fn status_of(p: StatusParts<'_>) -> DaemonStatus {
         pending_restart: p.pending_restart.to_vec(),
         screen: p.screen,
         input: input_info(p.config, p.machine),
-        alerts: alerts(p.machine, p.media, p.pending_restart),
+        alerts: alerts(p.machine, p.media, p.pending_restart, &p.sound),
         pairing_requests: p.pairing_requests,
+        sound: p.sound,
     }
 }
 
@@ -70,8 +74,14 @@ fn input_info(config: &ValidConfig, machine: &Machine) -> InputInfo {
 }
 
 /// What needs attention: an error, no signal, links that are down and why (and SRT latency
-/// advice, see [`MediaSample::alerts`]), settings waiting for a restart.
-fn alerts(machine: &Machine, media: Option<&MediaSample>, pending: &[&'static str]) -> Vec<String> {
+/// advice, see [`MediaSample::alerts`]), a running stream's long silence, settings waiting for
+/// a restart.
+fn alerts(
+    machine: &Machine,
+    media: Option<&MediaSample>,
+    pending: &[&'static str],
+    sound: &[StreamLevels],
+) -> Vec<String> {
     let mut out = Vec::new();
     if machine.state == crate::daemon::state::State::Error {
         out.push(format!("stopped: {}", machine.reason.as_deref().unwrap_or("the media failed")));
@@ -80,6 +90,7 @@ fn alerts(machine: &Machine, media: Option<&MediaSample>, pending: &[&'static st
         out.push("no input signal: check the HDMI source and cable".into());
     }
     out.extend(media.map(MediaSample::alerts).unwrap_or_default());
+    out.extend(sound.iter().filter_map(StreamLevels::silence_alert));
     for p in pending {
         out.push(format!("{p} changed: it takes effect after a restart"));
     }

@@ -59,6 +59,8 @@ pub struct DecodeOptions {
     pub peer_name: Option<String>,
     /// Keep a small JPEG of what is shown here, once a second (the panel's preview).
     pub preview: Option<telebridge_media::PreviewSlot>,
+    /// Where the received sound's meter writes (the panel's meters); `None` meters nothing.
+    pub levels: Option<Arc<telebridge_contract::sound::LevelBoard>>,
     /// The tally: while set, the slate is framed in red (the box is on air).
     pub on_air: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
@@ -178,7 +180,10 @@ impl DecoderRun {
             meters: meters.clone(),
             decoder: decoder.clone(),
             audio: options.audio.clone(),
-            preview: options.preview.clone(),
+            taps: telebridge_media::decode_pipeline::DecodeTaps {
+                preview: options.preview.clone(),
+                levels: options.levels.clone(),
+            },
             retire_to: retired.sender(),
             current: current.clone(),
             on_frame,

@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub commands: Option<tokio::sync::mpsc::Receiver<EncoderCommand>>,
     /// Keep a small JPEG of the picture here, once a second (the panel's preview).
     pub preview: Option<telebridge_media::PreviewSlot>,
+    /// Where the programme's sound meter writes (the panel's meters); `None` meters nothing.
+    pub levels: Option<Arc<telebridge_contract::sound::LevelBoard>>,
     /// The simulated HDMI cable (see `EncoderSettings::signal_gate`).
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// The bridge's connection to the paired box: an SRT output that also receives (its data
@@ -103,7 +105,13 @@ pub async fn run_encoder(
     let duration = options.duration;
     let mut rate_tick = tokio::time::interval(options.rate_step.unwrap_or(crate::rate::STEP));
     rate_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut run = EncoderRun::start(config, options.preview, options.signal_gate, options.echo, options.on_sample)?;
+    let taps = telebridge_media::Taps {
+        preview: options.preview,
+        signal_gate: options.signal_gate,
+        echo: options.echo,
+        levels: options.levels,
+    };
+    let mut run = EncoderRun::start(config, taps, options.on_sample)?;
     run.add_peer(options.peer.as_ref())?;
     run.follow_links(options.rate_law, options.rate_trace);
     run.pipeline().start()?;

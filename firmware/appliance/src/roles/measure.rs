@@ -119,6 +119,7 @@ async fn measure_one(plan: &MeasurePlan, (w, h): (u32, u32), kbps: u32) -> Resul
         echo: None,
         peer_name: None,
         preview: None,
+        levels: None,
         on_air: None,
     };
     let decoder = tokio::spawn(run_decoder(decode, std::future::pending()));

@@ -196,6 +196,7 @@ pub(super) fn add_audio(
     mux: &gst::Element,
     counters: &Arc<EncoderCounters>,
     grid: &crate::lipsync::SharedGrid,
+    metered: bool,
 ) -> Result<(), MediaError> {
     let src = match &s.audio_source {
         // Silence made into the lip-sync beep once a second ([`crate::lipsync`]), in step with
@@ -227,7 +228,13 @@ pub(super) fn add_audio(
         make("identity", "gstreamer1.0-plugins-base")?
     };
     let queue = gst::ElementFactory::make("queue").property("max-size-time", 500_000_000u64).build()?;
-    let chain = [&src, &convert, &resample, &filter, &aac, &parse, &queue];
+    // The programme's meter reads the sound as it goes into the encoder (48 kHz stereo).
+    let meter = if metered {
+        crate::sound_level::meter(telebridge_contract::sound::SoundStream::Programme)?
+    } else {
+        make("identity", "gstreamer1.0-plugins-base")?
+    };
+    let chain = [&src, &convert, &resample, &filter, &meter, &aac, &parse, &queue];
     pipeline.add_many(chain)?;
     if s.audio_source == AudioSource::Test {
         let beep = gst::Caps::builder("audio/x-raw")

@@ -139,7 +139,10 @@ impl EncoderPipeline {
         count_encoded(&parse, counters.clone());
 
         if settings.audio_codec != AudioCodec::None {
-            add_audio(&pipeline, settings, &mux, &counters, &grid)?;
+            add_audio(&pipeline, settings, &mux, &counters, &grid, taps.levels.is_some())?;
+        }
+        if let (Some(board), Some(bus)) = (&taps.levels, pipeline.bus()) {
+            crate::sound_level::watch(&bus, board.clone());
         }
 
         info!(

@@ -57,6 +57,9 @@ pub struct Taps {
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// The bridge: the far box's timecode to burn back under this box's own (test source only).
     pub echo: Option<crate::timecode::Echo>,
+    /// Where the programme's sound meter writes its readings ([`crate::sound_level`]); `None`
+    /// meters nothing.
+    pub levels: Option<Arc<telebridge_contract::sound::LevelBoard>>,
 }
 
 /// The latest preview picture: a JPEG at most [`PREVIEW_WIDTH`] wide, replaced once a second.

@@ -136,7 +136,7 @@ pub(super) struct Restarts {
     pub(super) meters: Meters,
     pub(super) decoder: DecoderChoice,
     pub(super) audio: AudioOut,
-    pub(super) preview: Option<telebridge_media::PreviewSlot>,
+    pub(super) taps: telebridge_media::decode_pipeline::DecodeTaps,
     pub(super) retire_to: RetireTo<DecodePipeline>,
     /// Which pipeline is the current one: an old pipeline's streaming threads may still hand
     /// over a frame or a mark while it is being stopped, and those must not reach the display
@@ -210,7 +210,7 @@ impl Restarts {
                     mark(m)
                 }
             }),
-            self.preview.clone(),
+            self.taps.clone(),
         )
     }
 }

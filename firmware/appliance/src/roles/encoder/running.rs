@@ -53,14 +53,11 @@ impl EncoderRun {
     /// Chooses the encoder, builds the pipeline (not started) and starts the configured outputs.
     pub(super) fn start(
         config: ValidConfig,
-        preview: Option<telebridge_media::PreviewSlot>,
-        signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
-        echo: Option<telebridge_media::timecode::Echo>,
+        taps: telebridge_media::Taps,
         on_sample: Option<SampleCallback>,
     ) -> Result<Self, AppError> {
         let choice = select_encoder(&config)?;
         let settings = EncoderSettings::from_config(&config, choice);
-        let taps = telebridge_media::Taps { preview, signal_gate, echo };
         let fanout = TsFanout::default();
         let pipeline = EncoderPipeline::build(&settings, &taps, fanout.clone())?;
         let queue_bytes =
