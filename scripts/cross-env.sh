@@ -2,20 +2,20 @@
 # Environment for cross-building the firmware for aarch64 (Raspberry Pi 3/4/5, CM4, Zero 2 W)
 # on a Debian machine with arm64 multiarch. Source it: `. scripts/cross-env.sh`.
 #
-# Debian's libgstreamer-plugins-base1.0-dev cannot be installed for amd64 and arm64 at once, so
-# the host keeps the -dev package and the arm64 side gets only the runtime libraries; this
-# writes the two pkg-config files and link names (gstreamer-app, gstreamer-video) the build
-# needs into target/cross-sysroot.
+# Debian's libgstreamer-plugins-{base,bad}1.0-dev cannot be installed for amd64 and arm64 at
+# once, so the host keeps the -dev packages and the arm64 side gets only the runtime libraries;
+# this writes the pkg-config files and link names (gstreamer-app, -video, -sdp, -webrtc) the
+# build needs into target/cross-sysroot.
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 sysroot="$root/target/cross-sysroot"
 multiarch=/usr/lib/aarch64-linux-gnu
 mkdir -p "$sysroot/pkgconfig" "$sysroot/lib"
 version=$(sed -n 's/^Version: *//p' "$multiarch/pkgconfig/gstreamer-1.0.pc")
-for lib in app video; do
+for lib in app video sdp webrtc; do
   ln -sf "$multiarch/libgst$lib-1.0.so.0" "$sysroot/lib/libgst$lib-1.0.so"
   requires="gstreamer-1.0 gstreamer-base-1.0"
-  [ "$lib" = video ] || true
+  [ "$lib" = webrtc ] && requires="$requires gstreamer-sdp-1.0"
   cat > "$sysroot/pkgconfig/gstreamer-$lib-1.0.pc" <<PC
 libdir=$sysroot/lib
 includedir=/usr/include/gstreamer-1.0

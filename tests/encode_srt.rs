@@ -16,6 +16,8 @@ fn assert_h264_aac(file: &std::path::Path, w: u32, h: u32, fps: &str) {
         .find(|s| s.codec == "h264")
         .unwrap_or_else(|| panic!("no H.264 in {}: {streams:?}", file.display()));
     assert_eq!((video.width, video.height, video.fps.as_str()), (w, h, fps), "{streams:?}");
+    // Main: what browsers' WebRTC takes, so the live monitor sends the stream as it is.
+    assert_eq!(video.profile, "Main", "{streams:?}");
     assert!(streams.iter().any(|s| s.codec == "aac"), "no AAC in {}: {streams:?}", file.display());
 }
 

@@ -59,7 +59,8 @@ const SECTIONS = [
   ]],
   ['web', 'Panel', [
     ['web.announce', 'Announce on the network', 'Other Telebridge boxes on this network list this box on their Pair page (mDNS: its name, role, whether it is paired, its panel port; nothing secret).', 'bool', ALL],
-    ['web.metrics_token', 'Metrics token', 'A bearer token for /metrics, 16+ characters; empty for none. Shown as **** once set.', 'text', ALL],
+    ['web.metrics_token', 'Read-only token', 'A bearer token for /metrics and the live monitor (a monitor wall), 16+ characters; empty for none. Shown as **** once set.', 'text', ALL],
+    ['web.monitor_viewers', 'Live monitor viewers', '0-16 browsers watching at once (each its own stream from the box); 0 switches the monitor off.', 'number', ALL],
   ]],
 ];
 let loadedConfig = null;

@@ -157,6 +157,89 @@ function stoppedAt(decoder, now) {
   return null;
 }
 
+// ---------- the live monitor (WebRTC, asked for with WHEP) ----------
+// A feed that runs plays in its <video>, muted until the operator unmutes (browsers play
+// nothing aloud unasked); the still picture stays for a browser without WebRTC, or when the
+// box refuses (its viewers full) or the connection fails.
+const monitors = {};
+function monitorNote(feed, words) {
+  $(`#note-${feed}`).hidden = !words;
+  $(`#note-${feed}`).textContent = words || '';
+}
+function stopWatching(feed) {
+  const m = monitors[feed];
+  if (!m) return;
+  delete monitors[feed];
+  m.pc.close();
+  if (m.url) fetch(m.url, { method: 'DELETE', headers: { 'x-telebridge-csrf': '1' }, credentials: 'same-origin', keepalive: true }).catch(() => {});
+  m.video.hidden = true;
+  m.video.srcObject = null;
+  $(`.unmute[data-feed=${feed}]`).hidden = true;
+}
+async function startWatching(feed) {
+  const video = $(`#video-${feed}`);
+  const pc = new RTCPeerConnection();
+  const m = { pc, video, url: null };
+  monitors[feed] = m;
+  pc.addTransceiver('video', { direction: 'recvonly' });
+  pc.addTransceiver('audio', { direction: 'recvonly' });
+  const stream = new MediaStream();
+  pc.ontrack = (e) => {
+    // The least delay the browser allows: play each frame as it comes.
+    if ('jitterBufferTarget' in e.receiver) e.receiver.jitterBufferTarget = 0;
+    else e.receiver.playoutDelayHint = 0;
+    stream.addTrack(e.track);
+    video.srcObject = stream;
+    video.play().catch(() => {});
+  };
+  pc.onconnectionstatechange = () => {
+    if (monitors[feed] === m && ['failed', 'closed'].includes(pc.connectionState)) {
+      stopWatching(feed);
+      monitorNote(feed, 'The live picture was lost: showing a still each 2 s.');
+    }
+  };
+  const offer = await pc.createOffer();
+  await pc.setLocalDescription(offer);
+  const r = await fetch(`/api/whep/${feed}`, {
+    method: 'POST', headers: { 'content-type': 'application/sdp', 'x-telebridge-csrf': '1' }, credentials: 'same-origin', body: offer.sdp,
+  }).catch(() => null);
+  if (monitors[feed] !== m) return;
+  if (!r || r.status !== 201) {
+    let why = 'the box does not answer';
+    if (r) { try { why = (await r.json()).error || `failed (${r.status})`; } catch (_) { why = `failed (${r.status})`; } }
+    stopWatching(feed);
+    monitors[feed] = { refused: true, pc: { close() {} }, video };
+    monitorNote(feed, `No live picture (${why}): showing a still each 2 s.`);
+    return;
+  }
+  m.url = r.headers.get('location');
+  await pc.setRemoteDescription({ type: 'answer', sdp: await r.text() });
+}
+// Whether `feed` should play live now; a refused feed is not asked again until it stops.
+function watch(feed, on) {
+  const m = monitors[feed];
+  if (!on || current !== 'status') {
+    if (m) { stopWatching(feed); monitorNote(feed, null); }
+    return;
+  }
+  if (m || !window.RTCPeerConnection) return;
+  monitorNote(feed, null);
+  startWatching(feed).catch((e) => monitorNote(feed, `No live picture (${e.message}).`));
+}
+for (const feed of ['programme', 'received']) {
+  const video = $(`#video-${feed}`);
+  video.addEventListener('playing', () => {
+    video.hidden = false;
+    $(`.unmute[data-feed=${feed}]`).hidden = !video.muted;
+    video.closest('.frame').querySelector('img').hidden = true;
+  });
+  $(`.unmute[data-feed=${feed}]`).addEventListener('click', (e) => {
+    video.muted = false;
+    e.target.hidden = true;
+  });
+}
+window.addEventListener('pagehide', () => Object.keys(monitors).forEach(stopWatching));
+
 // ---------- the sound's meters ----------
 // Ten readings a second while a stream with sound runs (the `levels` event); a meter that hears
 // nothing new for 0.6 s is hidden (its stream stopped).
@@ -297,11 +380,15 @@ function renderStatus(s) {
   $('#fig-sent').hidden = role === 'decoder';
   $('#fig-received').hidden = role === 'encoder';
   $('#sent-caption').textContent = role === 'bridge' ? `This box (${s.name})` : 'The input';
-  refresh($('#preview'), '/api/preview.jpg', !!sending && running && !noSignal);
+  const programmeRuns = !!sending && running && !noSignal;
+  watch('programme', programmeRuns && role !== 'decoder');
+  refresh($('#preview'), '/api/preview.jpg', programmeRuns && !(monitors.programme && !monitors.programme.refused && !$('#video-programme').hidden));
   mark('#sent-mark', noSignal ? 'No signal' : running ? null : 'Not sending');
   const from = role === 'bridge' ? (peerName || 'the paired box') : (rx && rx.input && rx.input.sender) || 'the sender';
   $('#received-caption').textContent = `From ${from}`;
-  refresh($('#received'), '/api/preview-received.jpg', running && !!rx && rx.decoder.frames_decoded > 0);
+  const receivedRuns = running && !!rx && rx.decoder.frames_decoded > 0;
+  watch('received', receivedRuns && role !== 'encoder');
+  refresh($('#received'), '/api/preview-received.jpg', receivedRuns && !(monitors.received && !monitors.received.refused && !$('#video-received').hidden));
   const stopped = stoppedAt(rx && rx.decoder, now);
   const receiving = rx && rx.input && rx.input.state === 'receiving';
   mark('#received-mark', stopped ? `Stopped moving at ${hms(stopped)}` : running && !(rx && rx.decoder.frames_decoded) ? 'Nothing received yet' : running ? null : 'Not receiving');

@@ -6,7 +6,7 @@
 //
 //   TELEBRIDGE=target/debug/telebridge node tests/browser/bridge.mjs
 import { chromium } from 'playwright-core';
-import { check, waitFor, startBox, openPanel, harness } from './lib.mjs';
+import { check, waitFor, startBox, openPanel, harness, picture } from './lib.mjs';
 
 const { bin, artifacts, children, logs } = harness();
 let failed = false;
@@ -66,8 +66,8 @@ try {
     await p.waitForSelector(`#received-caption:text("From ${far}")`);
   }
   check(true, 'each box receives the other\'s picture (640x360), its connection to the paired box listed by its name');
-  await waitFor('the preview on A', () => pa.evaluate(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }), 10000);
-  await waitFor('the paired box\'s picture on A', () => pa.evaluate(() => { const i = document.querySelector('#received'); return !i.hidden && i.naturalWidth === 320; }), 10000);
+  await waitFor('the picture on A', async () => (await picture(pa, 'programme')) !== null, 10000);
+  await waitFor('the paired box\'s picture on A', async () => (await picture(pa, 'received')) !== null, 10000);
   check(true, 'A\'s status page shows both pictures: what it sends and what arrives from B');
   // Each box reads the lip sync of the picture and sound it receives from the other's marks.
   for (const [p, name] of [[pa, 'A'], [pb, 'B']]) {
@@ -85,9 +85,10 @@ try {
   check(new Set(terms).size === terms.length && ['One way, glass to glass', 'SRT latency chosen', 'Network RTT'].every((t) => terms.includes(t)),
     `A's figures each named once: ${terms.map((t) => `${t}`).join(', ')}; round trip ${await figure(pa, 'Round trip, glass to glass')}, one way ${await figure(pa, 'One way, glass to glass')}, SRT latency ${await figure(pa, 'SRT latency chosen')}, network RTT ${await figure(pa, 'Network RTT')}`);
   // Both pictures at 16:9, the picture inside its true shape.
-  for (const id of ['#preview', '#received']) {
-    const r = await pa.$eval(id, (i) => { const b = i.getBoundingClientRect(); return [b.width, b.height, i.naturalWidth, i.naturalHeight]; });
-    check(Math.abs(r[0] / r[1] - 16 / 9) < 0.02 && Math.abs(r[2] / r[3] - 16 / 9) < 0.02, `${id} on A is 16:9: ${r[0].toFixed(0)}x${r[1].toFixed(0)} showing ${r[2]}x${r[3]}`);
+  for (const feed of ['programme', 'received']) {
+    const p = await picture(pa, feed);
+    const [b, n] = [p.box, p.size];
+    check(Math.abs(b[0] / b[1] - 16 / 9) < 0.02 && Math.abs(n[0] / n[1] - 16 / 9) < 0.02, `the ${feed} on A is 16:9: ${b[0].toFixed(0)}x${b[1].toFixed(0)} showing ${n[0]}x${n[1]} (${p.kind})`);
   }
   await pa.shot('4-live');
   await pb.shot('4-live');
@@ -99,7 +100,7 @@ try {
     await phone.fill('#login-form [name=password]', 'panel password');
     await phone.click('#login-form button');
     await phone.waitForSelector('#figures dt:text("Round trip, glass to glass")', { timeout: 10000 });
-    await waitFor('both pictures on the phone', () => phone.evaluate(() => ['#preview', '#received'].every((id) => { const i = document.querySelector(id); return !i.hidden && i.naturalWidth === 320; })), 10000);
+    await waitFor('both pictures on the phone', async () => (await picture(phone, 'programme')) !== null && (await picture(phone, 'received')) !== null, 10000);
     const over = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(over <= 0, `A's status on a phone: both pictures and the round trip, nothing wider than the screen (${over} px over)`);
     await phone.screenshot({ path: `${artifacts}/bridge-phone-studio-a-4-live.png`, fullPage: true });

@@ -32,16 +32,16 @@ export async function waitFor(what, fn, ms = 15000) {
   }
 }
 
-// A box named `name` (a bridge unless `role` says): its own directory and configuration (`extra`
-// appended), started with `bin` (under `wrap`, e.g. `ip netns exec NS`), its panel on `listen` and
+// A box named `name` (a bridge unless `role` says): its own directory and configuration (`video`
+// its picture, `extra` appended to its [web] table), started with `bin` (under `wrap`, e.g. `ip netns exec NS`), its panel on `listen` and
 // reached at `host`. Returns its panel's URL, port, setup code, configuration file and process;
 // its process goes into `children`, its output into `logs`.
-export async function startBox(bin, name, { children, logs, wrap = [], listen = '127.0.0.1', host = '127.0.0.1', extra = '', role = 'bridge' }) {
+export async function startBox(bin, name, { children, logs, wrap = [], listen = '127.0.0.1', host = '127.0.0.1', extra = '', role = 'bridge', video = 'width = 640\nheight = 360\nfps = 25\nbitrate_kbps = 800' }) {
   const dir = mkdtempSync(join(tmpdir(), `tb-${name}-`));
   const http = await freePort();
   const srt = await freePort();
   const config = join(dir, 'telebridge.toml');
-  writeFileSync(config, `name = "${name}"\nrole = "${role}"\n[video]\nwidth = 640\nheight = 360\nfps = 25\nbitrate_kbps = 800\n[bridge]\nport = ${srt}\nport_mapping = false\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n${extra}`);
+  writeFileSync(config, `name = "${name}"\nrole = "${role}"\n[video]\n${video}\n[bridge]\nport = ${srt}\nport_mapping = false\n[web]\nsetup_code_file = "${join(dir, 'setup.txt')}"\n${extra}`);
   const argv = [...wrap, bin, 'run', '--sim', '--http', `${listen}:${http}`, '--config', config];
   const c = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   logs[name] = '';
@@ -71,3 +71,17 @@ export async function openPanel(browser, box, artifacts, prefix) {
   await page.waitForSelector('#pair-state:text("Not paired")');
   return page;
 }
+
+// What a picture on Status shows of `feed` (programme: #preview, received: #received): the live
+// monitor's <video> playing, or the still refreshed every 2 s (a browser or a box without
+// WebRTC, a refused viewer); with its box on the page and the picture's own size. `null`: neither.
+export const picture = (page, feed) => page.evaluate((feed) => {
+  const still = document.querySelector(feed === 'programme' ? '#preview' : '#received');
+  const video = document.querySelector(`#video-${feed}`);
+  const box = (e) => { const b = e.getBoundingClientRect(); return [b.width, b.height]; };
+  if (video && !video.hidden && video.videoWidth > 0 && !video.paused) {
+    return { kind: 'live', box: box(video), size: [video.videoWidth, video.videoHeight] };
+  }
+  if (!still.hidden && still.naturalWidth === 320) return { kind: 'still', box: box(still), size: [still.naturalWidth, still.naturalHeight] };
+  return null;
+}, feed);

@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
+import { picture } from './lib.mjs';
 
 const bin = resolve(process.env.TELEBRIDGE || 'target/debug/telebridge');
 const artifacts = resolve(process.env.ARTIFACTS || 'target/browser-artifacts');
@@ -121,8 +122,9 @@ try {
     await page.waitForSelector('#state-word:text-is("Live")', { timeout: 20000 });
     check(true, `${label}: the box is live`);
     // Polled with evaluate (waitForFunction would need 'unsafe-eval', which the panel's CSP forbids).
-    await waitFor('the preview', () => page.evaluate(() => { const i = document.querySelector('#preview'); return !i.hidden && i.naturalWidth === 320; }), 10000);
-    check(true, `${label}: the preview shows the picture`);
+    let shown = null;
+    await waitFor('the picture', async () => (shown = await picture(page, 'programme')) !== null, 10000);
+    check(true, `${label}: the picture shows (${shown.kind === 'live' ? 'live, WebRTC' : 'a still'}, ${shown.size.join('x')})`);
     // Which encoder, and why (this machine is no Pi: software).
     await page.waitForSelector('#codec-reason:text("encoding in software")', { timeout: 10000 });
     const codec = await page.textContent('#codec-reason');

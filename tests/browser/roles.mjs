@@ -21,7 +21,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { check, freePort, harness, startBox, waitFor } from './lib.mjs';
+import { check, freePort, harness, picture, startBox, waitFor } from './lib.mjs';
 
 const { bin, artifacts, children, logs } = harness();
 const work = mkdtempSync(join(tmpdir(), 'tb-roles-'));
@@ -185,7 +185,7 @@ async function journey(browser, label, viewport) {
     return dt ? dt.nextElementSibling.firstChild.textContent : null;
   }, term);
   await waitFor('the sender on the decoder', async () => /^127\.0\.0\.1:\d+$/.test(await fig(pd, 'Sender')), 10000);
-  await waitFor('the received picture', () => pd.evaluate(() => { const i = document.querySelector('#received'); return !i.hidden && i.naturalWidth === 320; }), 10000);
+  await waitFor('the received picture', async () => (await picture(pd, 'received')) !== null, 10000);
   const terms = await pd.$$eval('#figures dt', (d) => d.map((x) => x.textContent));
   check(['Sender', 'Received', 'Network RTT', 'Loss', 'SRT latency'].every((t) => terms.includes(t)),
     `${label}: the decoder shows the sender ${await fig(pd, 'Sender')}, ${await fig(pd, 'Received')} received, RTT ${await fig(pd, 'Network RTT')}, SRT latency ${await fig(pd, 'SRT latency')}`);

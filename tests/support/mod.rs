@@ -106,6 +106,8 @@ pub fn slt_to_file(uri: &str, out: &Path, dir: &Path, name: &str) -> Proc {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamInfo {
     pub codec: String,
+    /// `Main`, `High`, `Constrained Baseline`... (H.264), `LC` (AAC).
+    pub profile: String,
     pub width: u32,
     pub height: u32,
     pub fps: String,
@@ -120,7 +122,7 @@ pub fn ffprobe_streams(input: impl AsRef<std::ffi::OsStr>) -> Vec<StreamInfo> {
             "-v",
             "error",
             "-show_entries",
-            "stream=codec_name,width,height,r_frame_rate",
+            "stream=codec_name,profile,width,height,r_frame_rate",
             "-of",
             "json",
         ])
@@ -134,6 +136,7 @@ pub fn ffprobe_streams(input: impl AsRef<std::ffi::OsStr>) -> Vec<StreamInfo> {
             a.iter()
                 .map(|s| StreamInfo {
                     codec: s["codec_name"].as_str().unwrap_or("").to_string(),
+                    profile: s["profile"].as_str().unwrap_or("").to_string(),
                     width: s["width"].as_u64().unwrap_or(0) as u32,
                     height: s["height"].as_u64().unwrap_or(0) as u32,
                     fps: s["r_frame_rate"].as_str().unwrap_or("").to_string(),

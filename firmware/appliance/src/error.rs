@@ -48,7 +48,8 @@ impl AppError {
                 MediaError::Capture(_)
                 | MediaError::ElementMissing { .. }
                 | MediaError::NoEncoder(_)
-                | MediaError::NoDesktop => true,
+                | MediaError::NoDesktop
+                | MediaError::Offer(_) => true,
                 MediaError::Pipeline { at_source, .. } => *at_source,
                 MediaError::Gst(_) => false,
             },

@@ -246,7 +246,8 @@ pub struct WebConfig {
     pub pair_listen: String,
     /// The panel password as an argon2 hash (set through the panel; empty until first setup).
     pub password_hash: String,
-    /// A read-only bearer token for `/metrics` (Prometheus); empty for none.
+    /// A read-only bearer token for `/metrics` (Prometheus) and the live monitor (a monitor
+    /// wall's player); empty for none.
     pub metrics_token: String,
     /// Where the one-time setup code is written at first start (the boot partition).
     pub setup_code_file: String,
@@ -254,6 +255,9 @@ pub struct WebConfig {
     /// its name, role, pairing state and panel port), so other boxes' Pair pages and
     /// `telebridge discover` list it.
     pub announce: bool,
+    /// How many browsers may watch the live monitor at once (WebRTC, each a connection of its
+    /// own from the box); 0 switches it off.
+    pub monitor_viewers: u32,
 }
 
 impl Default for WebConfig {
@@ -265,6 +269,7 @@ impl Default for WebConfig {
             metrics_token: String::new(),
             setup_code_file: "/boot/firmware/telebridge-setup.txt".to_string(),
             announce: true,
+            monitor_viewers: 4,
         }
     }
 }
@@ -278,6 +283,7 @@ impl fmt::Debug for WebConfig {
             .field("metrics_token", &if self.metrics_token.is_empty() { "" } else { "****" })
             .field("setup_code_file", &self.setup_code_file)
             .field("announce", &self.announce)
+            .field("monitor_viewers", &self.monitor_viewers)
             .finish()
     }
 }

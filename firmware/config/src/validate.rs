@@ -44,6 +44,9 @@ impl fmt::Display for ValidationErrors {
     }
 }
 
+/// The most browsers the live monitor serves at once (`web.monitor_viewers`): each is a WebRTC
+/// connection and a small pipeline of its own on the box.
+pub const MAX_VIEWERS: u32 = 16;
 const X264_PRESETS: &[&str] = &["ultrafast", "superfast", "veryfast", "faster", "fast", "medium"];
 
 /// The problems found so far, in the order of the file.
@@ -345,6 +348,9 @@ impl Config {
                 format!("has {} characters; it must have at least 16 (or be empty)", w.metrics_token.len()),
             );
         }
+        if w.monitor_viewers > MAX_VIEWERS {
+            p.add("web.monitor_viewers", format!("{} is out of range 0-{MAX_VIEWERS}", w.monitor_viewers));
+        }
         Some((http_listen?, pair_listen))
     }
 
@@ -525,6 +531,7 @@ mod tests {
             (|c| c.decoder.sink = "hdmi".into(), "decoder.sink: \"hdmi\" is not one of auto, kms"),
             (|c| c.web.listen = "80".into(), "web.listen: \"80\" is not ADDRESS:PORT"),
             (|c| c.web.pair_listen = "7701".into(), "web.pair_listen: \"7701\" is not ADDRESS:PORT"),
+            (|c| c.web.monitor_viewers = 17, "web.monitor_viewers: 17 is out of range 0-16"),
             (|c| c.web.pair_listen = "0.0.0.0:80".into(), "web.pair_listen: \"0.0.0.0:80\" is the panel's port"),
             (|c| c.gpio.backend = "wiringpi".into(), "gpio.backend: \"wiringpi\" is not one of auto, pi, sim, none"),
             (|c| c.gpio.led_live = 40, "gpio.led_live: 40 is not a BCM GPIO number 0-27"),

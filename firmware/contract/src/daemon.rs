@@ -11,6 +11,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::gpio::{ButtonEvent, LedPattern, SimBoard, LEDS};
 use crate::machine::Machine;
+use crate::monitor::{WatchAnswer, WatchRefusal, WatchRequest};
 use crate::sample::{LinkView, MediaSample};
 
 /// The daemon as the API sees it: the status it publishes, the commands it takes, whether its
@@ -42,6 +43,16 @@ pub trait Daemon: Send + Sync + std::fmt::Debug + 'static {
     /// sound runs.
     fn levels(&self) -> Vec<crate::sound::StreamLevels> {
         Vec::new()
+    }
+    /// A viewer of the live monitor (WHEP): the answer to its offer, or why not. Blocks while
+    /// the answer is made (ICE candidates gathered, up to 3 s): call it off the async runtime.
+    fn watch(&self, request: &WatchRequest) -> Result<WatchAnswer, WatchRefusal> {
+        Err(WatchRefusal::NotRunning(request.feed))
+    }
+    /// Ends viewer `id`; `false` when there is none.
+    fn end_watch(&self, id: u64) -> bool {
+        let _ = id;
+        false
     }
 }
 
@@ -85,6 +96,8 @@ pub struct DaemonStatus {
     /// The sound's meters (each running stream's peak and RMS per channel, and its silence),
     /// as they read when the status was made; [`Daemon::levels`] reads them now.
     pub sound: Vec<crate::sound::StreamLevels>,
+    /// The browsers watching the live monitor.
+    pub viewers: Vec<crate::monitor::ViewerInfo>,
 }
 
 /// The input as the status shows it.

@@ -11,6 +11,8 @@
 //! - [`roles`]: what each role reports (the encoder's, the decoder's, the bridge's);
 //! - [`srt`], [`uplink`]: an output's and an input's status, libsrt's counters, a bonded
 //!   output's uplinks; [`measure`]: glass-to-glass latency and lip sync;
+//! - [`monitor`]: the browsers watching a feed live (WHEP), and why one is refused;
+//! - [`feed`]: what the box sends and what it receives, as the meters and the monitor name them;
 //! - [`sound`]: the sound's meters (peak and RMS per channel of each stream) and its silence;
 //! - [`gpio`]: the LEDs and the go-live button as the daemon and the panel see them;
 //! - [`host`]: what the panel asks of the machine (reboot, update, the setup code file);
@@ -18,10 +20,12 @@
 
 pub mod advice;
 pub mod daemon;
+pub mod feed;
 pub mod gpio;
 pub mod host;
 pub mod machine;
 pub mod measure;
+pub mod monitor;
 pub mod nearby;
 pub mod roles;
 pub mod sample;

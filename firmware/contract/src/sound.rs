@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+pub use crate::feed::Feed;
+
 /// The lowest level a meter shows, dBFS: below it is silence (GStreamer's `level` says -350 dB
 /// of a digital silence's peak, -700 of its RMS).
 pub const FLOOR_DB: f64 = -100.0;
@@ -22,47 +24,24 @@ pub const SILENCE_ALERT_AFTER: Duration = Duration::from_secs(5);
 /// A meter that has read nothing for this long is gone (its pipeline stopped).
 pub const STALE_AFTER: Duration = Duration::from_secs(1);
 
-/// Which stream a meter reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SoundStream {
-    /// What this box encodes and sends (encoder, bridge).
-    Programme,
-    /// What this box receives and plays (decoder, bridge).
-    Received,
+/// The name of `feed`'s meter element in a pipeline.
+pub fn meter_element(feed: Feed) -> &'static str {
+    match feed {
+        Feed::Programme => "meter-programme",
+        Feed::Received => "meter-received",
+    }
 }
 
-impl SoundStream {
-    /// Both, in the order the panel shows them.
-    pub const ALL: [SoundStream; 2] = [SoundStream::Programme, SoundStream::Received];
+/// The feed whose meter is the element named `name`, if one is.
+pub fn meter_feed(name: &str) -> Option<Feed> {
+    Feed::ALL.into_iter().find(|f| meter_element(*f) == name)
+}
 
-    /// Its name in the API and the metrics.
-    pub fn name(self) -> &'static str {
-        match self {
-            SoundStream::Programme => "programme",
-            SoundStream::Received => "received",
-        }
-    }
-
-    /// The name of its meter's element in a pipeline.
-    pub fn element_name(self) -> &'static str {
-        match self {
-            SoundStream::Programme => "meter-programme",
-            SoundStream::Received => "meter-received",
-        }
-    }
-
-    /// The stream whose meter is the element named `name`, if one is.
-    pub fn of_element(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.element_name() == name)
-    }
-
-    /// The words for it in an alert.
-    fn words(self) -> &'static str {
-        match self {
-            SoundStream::Programme => "the programme's sound (what this box sends)",
-            SoundStream::Received => "the received sound",
-        }
+/// The words for a feed's sound in an alert.
+fn words(feed: Feed) -> &'static str {
+    match feed {
+        Feed::Programme => "the programme's sound (what this box sends)",
+        Feed::Received => "the received sound",
     }
 }
 
@@ -87,7 +66,7 @@ impl ChannelLevel {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamLevels {
     /// Which stream.
-    pub stream: SoundStream,
+    pub stream: Feed,
     /// Each channel, left first.
     pub channels: Vec<ChannelLevel>,
     /// How long every channel has peaked below [`SILENCE_DB`], seconds (0 while there is sound).
@@ -100,7 +79,7 @@ impl StreamLevels {
         (self.silent_s >= SILENCE_ALERT_AFTER.as_secs_f64()).then(|| {
             format!(
                 "{} has been silent for {:.0} s (below {SILENCE_DB:.0} dBFS): check the source's sound",
-                self.stream.words(),
+                words(self.stream),
                 self.silent_s
             )
         })
@@ -120,12 +99,12 @@ struct Meter {
 /// panel read them.
 #[derive(Debug, Default)]
 pub struct LevelBoard {
-    meters: Mutex<BTreeMap<SoundStream, Meter>>,
+    meters: Mutex<BTreeMap<Feed, Meter>>,
 }
 
 impl LevelBoard {
     /// A reading of `stream`'s meter at `now`.
-    pub fn set(&self, stream: SoundStream, channels: Vec<ChannelLevel>, now: Instant) {
+    pub fn set(&self, stream: Feed, channels: Vec<ChannelLevel>, now: Instant) {
         let loud = channels.iter().any(|c| c.peak_db >= SILENCE_DB);
         let mut meters = self.meters.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let fresh = meters.get(&stream).filter(|m| now.saturating_duration_since(m.read_at) < STALE_AFTER);
@@ -137,7 +116,7 @@ impl LevelBoard {
         meters.insert(stream, Meter { channels, read_at: now, silent_since });
     }
 
-    /// The meters read within [`STALE_AFTER`] of `now`, in [`SoundStream::ALL`]'s order.
+    /// The meters read within [`STALE_AFTER`] of `now`, in [`Feed::ALL`]'s order.
     pub fn read(&self, now: Instant) -> Vec<StreamLevels> {
         let meters = self.meters.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         meters
@@ -171,11 +150,11 @@ mod tests {
     fn silence_is_counted_from_its_first_reading_and_sound_ends_it() {
         let board = LevelBoard::default();
         let t0 = Instant::now();
-        board.set(SoundStream::Programme, stereo(-12.0), t0);
+        board.set(Feed::Programme, stereo(-12.0), t0);
         assert_eq!(board.read(t0)[0].silent_s, 0.0);
         // Quiet from 0.1 s: five tenths-of-a-second later, still no alert; past 5 s, one.
         for tenth in 1..=52 {
-            board.set(SoundStream::Programme, stereo(-75.0), t0 + Duration::from_millis(100 * tenth));
+            board.set(Feed::Programme, stereo(-75.0), t0 + Duration::from_millis(100 * tenth));
         }
         let read = board.read(t0 + Duration::from_millis(5200));
         assert!((read[0].silent_s - 5.1).abs() < 1e-9, "{read:?}");
@@ -184,7 +163,7 @@ mod tests {
         assert_eq!(board.read(t0 + Duration::from_millis(4000))[0].silence_alert(), None);
         // One channel's sound is sound.
         let t1 = t0 + Duration::from_millis(5300);
-        board.set(SoundStream::Programme, vec![ChannelLevel::new(-80.0, -90.0), ChannelLevel::new(-20.0, -25.0)], t1);
+        board.set(Feed::Programme, vec![ChannelLevel::new(-80.0, -90.0), ChannelLevel::new(-20.0, -25.0)], t1);
         assert_eq!(board.read(t1)[0].silent_s, 0.0);
     }
 
@@ -192,22 +171,22 @@ mod tests {
     fn a_meter_that_stopped_reading_is_gone_and_its_silence_starts_again() {
         let board = LevelBoard::default();
         let t0 = Instant::now();
-        board.set(SoundStream::Received, stereo(-80.0), t0);
-        board.set(SoundStream::Programme, stereo(-10.0), t0);
+        board.set(Feed::Received, stereo(-80.0), t0);
+        board.set(Feed::Programme, stereo(-10.0), t0);
         let both = board.read(t0 + Duration::from_millis(500));
-        assert_eq!(both.iter().map(|l| l.stream).collect::<Vec<_>>(), [SoundStream::Programme, SoundStream::Received]);
+        assert_eq!(both.iter().map(|l| l.stream).collect::<Vec<_>>(), [Feed::Programme, Feed::Received]);
         assert!(board.read(t0 + STALE_AFTER).is_empty());
         // A new stream after a pause is silent from its own first reading, not the old one's.
         let t1 = t0 + Duration::from_secs(30);
-        board.set(SoundStream::Received, stereo(-80.0), t1);
+        board.set(Feed::Received, stereo(-80.0), t1);
         assert_eq!(board.read(t1)[0].silent_s, 0.0);
     }
 
     #[test]
     fn each_stream_has_its_elements_name() {
-        for s in SoundStream::ALL {
-            assert_eq!(SoundStream::of_element(s.element_name()), Some(s));
+        for f in Feed::ALL {
+            assert_eq!(meter_feed(meter_element(f)), Some(f));
         }
-        assert_eq!(SoundStream::of_element("level0"), None);
+        assert_eq!(meter_feed("level0"), None);
     }
 }

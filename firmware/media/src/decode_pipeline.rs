@@ -167,7 +167,7 @@ impl DecodePipeline {
         };
         // The received sound's meter reads it as decoded, before it is resampled for the sink.
         let meter = match &levels {
-            Some(_) => crate::sound_level::meter(telebridge_contract::sound::SoundStream::Received)?,
+            Some(_) => crate::sound_level::meter(telebridge_contract::sound::Feed::Received)?,
             None => make("identity", "gstreamer1.0-plugins-base")?,
         };
         let audio_chain = [&aconv, &f32, &meter, &ares, &aconv_out, &asink];

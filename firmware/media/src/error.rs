@@ -35,6 +35,9 @@ pub enum MediaError {
         /// device that is missing, busy or gone, which the user can fix.
         at_source: bool,
     },
+    /// A viewer's WebRTC offer cannot be answered: why, in words.
+    #[error("{0}")]
+    Offer(String),
     /// `decoder.sink = window` on a box without a desktop to open a window on.
     #[error(
         "decoder.sink is \"window\" but no desktop could be opened (neither WAYLAND_DISPLAY nor DISPLAY leads to \

@@ -12,6 +12,7 @@ mod error;
 mod kms;
 pub mod latency;
 pub mod lipsync;
+pub mod monitor;
 pub mod platform;
 mod slate_picture;
 pub mod sound_level;

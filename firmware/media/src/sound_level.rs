@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gst::prelude::*;
-use telebridge_contract::sound::{ChannelLevel, LevelBoard, SoundStream};
+use telebridge_contract::sound::{ChannelLevel, Feed, LevelBoard};
 
 use crate::error::{make, MediaError};
 
@@ -19,9 +19,9 @@ use crate::error::{make, MediaError};
 pub const METER_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The meter of `stream`: a `level` element that passes the sound on untouched.
-pub fn meter(stream: SoundStream) -> Result<gst::Element, MediaError> {
+pub fn meter(stream: Feed) -> Result<gst::Element, MediaError> {
     let level = make("level", "gstreamer1.0-plugins-good")?;
-    level.set_property("name", stream.element_name());
+    level.set_property("name", telebridge_contract::sound::meter_element(stream));
     level.set_property("interval", METER_INTERVAL.as_nanos() as u64);
     level.set_property("post-messages", true);
     Ok(level)
@@ -49,7 +49,7 @@ pub fn read_level(s: &gst::StructureRef) -> Option<Vec<ChannelLevel>> {
 pub fn watch(bus: &gst::Bus, board: Arc<LevelBoard>) {
     bus.set_sync_handler(move |_, msg| {
         let gst::MessageView::Element(e) = msg.view() else { return gst::BusSyncReply::Pass };
-        let Some(stream) = msg.src().and_then(|src| SoundStream::of_element(&src.name())) else {
+        let Some(stream) = msg.src().and_then(|src| telebridge_contract::sound::meter_feed(&src.name())) else {
             return gst::BusSyncReply::Pass;
         };
         if let Some(channels) = e.structure().and_then(read_level) {
@@ -78,7 +78,7 @@ mod tests {
         .unwrap()
         .downcast::<gst::Pipeline>()
         .unwrap();
-        let level = meter(SoundStream::Programme).unwrap();
+        let level = meter(Feed::Programme).unwrap();
         let sink = gst::ElementFactory::make("fakesink").property("sync", false).build().unwrap();
         pipeline.add_many([&level, &sink]).unwrap();
         gst::Element::link_many([&pipeline.by_name("q").unwrap(), &level, &sink]).unwrap();

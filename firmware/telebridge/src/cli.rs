@@ -258,6 +258,7 @@ fn bridge(args: BridgeArgs) -> ExitCode {
         preview: None,
         received_preview: None,
         levels: None,
+        monitor: None,
         signal_gate: None,
         on_air: None,
         talk: None,
@@ -364,6 +365,7 @@ fn decode(args: DecodeArgs) -> ExitCode {
         peer_name: None,
         preview: None,
         levels: None,
+        monitor: None,
         on_air: None,
     };
     let bond = match args.bond_listen.map(|l| telebridge_appliance::roles::relay::start_bond(l, &options.input)) {

@@ -26,6 +26,7 @@ mod panel;
 pub mod reach;
 mod sim;
 mod update;
+pub mod whep;
 
 use std::sync::Arc;
 
@@ -128,7 +129,10 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(live::metrics_handler))
         .route("/api/openapi.json", get(panel::openapi))
         .route("/api/pair/hello", post(pairing::hello))
-        .route("/api/pair/confirm", post(pairing::confirm));
+        .route("/api/pair/confirm", post(pairing::confirm))
+        // A session or the read-only token (a monitor wall): checked by the handlers.
+        .route("/api/whep/{feed}", post(whep::offer))
+        .route("/api/whep/{feed}/{id}", axum::routing::delete(whep::end));
     let protected = Router::new()
         .route("/api/status", get(live::status))
         .route("/api/config", get(config_api::get_config).put(config_api::put_config))

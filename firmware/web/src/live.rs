@@ -215,7 +215,7 @@ pub(crate) async fn logs(Query(q): Query<LogsQuery>) -> Result<Response, ApiErro
 
 /// Whether the bearer token `given` is `token`: compared in time that does not depend on where
 /// they differ, and never equal to an unset token.
-fn token_matches(given: &str, token: &str) -> bool {
+pub(crate) fn token_matches(given: &str, token: &str) -> bool {
     use subtle::ConstantTimeEq;
     !token.is_empty() && bool::from(given.as_bytes().ct_eq(token.as_bytes()))
 }

@@ -233,9 +233,13 @@ pub async fn serve(
         switches.locked().insert(id, off_tx);
         let held = Held { table: table.clone(), id };
         let Ok(app) = make.call(peer).await;
+        let local = stream.local_addr().ok().map(crate::whep::LocalAddr);
         let busy_table = table.clone();
-        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
             let busy = Busy::new(&busy_table, id);
+            if let Some(local) = local {
+                req.extensions_mut().insert(local);
+            }
             let answer = app.clone().oneshot(req.map(Body::new));
             async move {
                 let resp = answer.await?;

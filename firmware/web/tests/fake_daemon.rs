@@ -18,7 +18,7 @@ use telebridge_contract::daemon::{DaemonCommand, DaemonStatus, InputInfo};
 use telebridge_contract::gpio::{LedPattern, SimBoard};
 use telebridge_contract::host::{Host, HostError, UpdateState, UpdateStatus};
 use telebridge_contract::machine::{Machine, State};
-use telebridge_contract::sound::{ChannelLevel, SoundStream, StreamLevels};
+use telebridge_contract::sound::{ChannelLevel, Feed, StreamLevels};
 use telebridge_web::{router, AppState, ConfigStore, Daemon, CSRF_HEADER};
 use tokio::sync::{mpsc, watch};
 use tower::ServiceExt;
@@ -103,10 +103,11 @@ fn status(state_name: &str) -> DaemonStatus {
         alerts: vec!["an alert the fake publishes".into()],
         pairing_requests: 0,
         sound: vec![StreamLevels {
-            stream: SoundStream::Programme,
+            stream: Feed::Programme,
             channels: vec![ChannelLevel::new(-6.5, -9.5), ChannelLevel::new(-100.0, -100.0)],
             silent_s: 0.0,
         }],
+        viewers: Vec::new(),
     }
 }
 

@@ -156,6 +156,7 @@ impl MainLoop {
             screen: self.screen.shown(),
             pairing_requests: self.pairing_requests,
             sound: self.shared.levels.read(std::time::Instant::now()),
+            viewers: self.shared.monitor.viewers(),
         }));
     }
 
@@ -232,6 +233,7 @@ impl MainLoop {
             DaemonCommand::Apply(new) => {
                 let plan = changes::plan(&self.config, &new);
                 apply(&plan, &mut self.media, &mut self.pending_restart);
+                self.shared.monitor.set_limit(new.raw.web.monitor_viewers);
                 self.config = *new;
                 if plan.restart_media && self.machine.state.running() {
                     self.start_media();

@@ -50,6 +50,8 @@ pub(super) struct MediaShared {
     pub(super) talk: Arc<crate::roles::talkback::TalkShared>,
     /// The sound's meters, written by the pipelines.
     pub(super) levels: Arc<telebridge_contract::sound::LevelBoard>,
+    /// The live monitor: the feeds offered to viewers, and the viewers.
+    pub(super) monitor: Arc<telebridge_media::monitor::MonitorHub>,
 }
 
 /// Applies a plan's output changes; a media restart is left to the caller.
@@ -119,6 +121,7 @@ pub(super) fn start_media(
                 commands: Some(cmd_rx),
                 preview: Some(shared.preview.clone()),
                 levels: Some(shared.levels.clone()),
+                monitor: Some(shared.monitor.clone()),
                 signal_gate: gate,
                 peer: None,
                 echo: None,
@@ -151,6 +154,7 @@ pub(super) fn start_media(
                 peer_name: None,
                 preview: Some(shared.received.clone()),
                 levels: Some(shared.levels.clone()),
+                monitor: Some(shared.monitor.clone()),
                 on_air: Some(shared.on_air.clone()),
             };
             tokio::spawn(async move {
@@ -187,6 +191,7 @@ pub(super) fn start_media(
                 preview: Some(shared.preview.clone()),
                 received_preview: Some(shared.received.clone()),
                 levels: Some(shared.levels.clone()),
+                monitor: Some(shared.monitor.clone()),
                 signal_gate: gate,
                 on_air: Some(shared.on_air.clone()),
                 talk: Some(shared.talk.clone()),

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use telebridge_sync::Locked;
 
 use telebridge_config::ValidConfig;
+use telebridge_contract::monitor::{WatchAnswer, WatchRefusal, WatchRequest};
 use telebridge_gpio::backend::{Board, SimBoard, SimState};
 use telebridge_gpio::LedPattern;
 
@@ -71,6 +72,8 @@ pub struct DaemonHandle {
     pub received_preview: telebridge_media::PreviewSlot,
     /// The sound's meters, as the pipelines write them.
     pub levels: Arc<telebridge_contract::sound::LevelBoard>,
+    /// The live monitor: the feeds offered to viewers, and the viewers.
+    pub monitor: Arc<telebridge_media::monitor::MonitorHub>,
 }
 
 impl DaemonHandle {
@@ -116,6 +119,14 @@ impl telebridge_contract::daemon::Daemon for DaemonHandle {
     fn levels(&self) -> Vec<telebridge_contract::sound::StreamLevels> {
         self.levels.read(std::time::Instant::now())
     }
+
+    fn watch(&self, request: &WatchRequest) -> Result<WatchAnswer, WatchRefusal> {
+        self.monitor.watch(request)
+    }
+
+    fn end_watch(&self, id: u64) -> bool {
+        self.monitor.end(id)
+    }
 }
 
 /// Media events the main loop may have waiting (samples, an end).
@@ -152,6 +163,7 @@ pub fn start(
         screen: None,
         pairing_requests: 0,
         sound: Vec::new(),
+        viewers: Vec::new(),
     });
     let (status_tx, status_rx) = watch::channel(status);
     let (cmd_tx, cmd_rx) = mpsc::channel(32);
@@ -170,7 +182,9 @@ pub fn start(
         on_air: Arc::new(AtomicBool::new(false)),
         talk: Arc::default(),
         levels: Arc::default(),
+        monitor: Arc::default(),
     };
+    shared.monitor.set_limit(options.config.raw.web.monitor_viewers);
     let handle = DaemonHandle {
         status: status_rx,
         commands: cmd_tx,
@@ -181,6 +195,7 @@ pub fn start(
         peer_messages: shared.peer_messages.clone(),
         received_preview: shared.received.clone(),
         levels: shared.levels.clone(),
+        monitor: shared.monitor.clone(),
     };
     // Bounded: a sample comes a second; one the main loop has no room for is dropped (the next
     // replaces it), never queued without end behind a stalled loop. An end waits for room.

@@ -30,6 +30,8 @@ pub(super) struct StatusParts<'a> {
     pub(super) pairing_requests: u64,
     /// The sound's meters as they read now.
     pub(super) sound: Vec<StreamLevels>,
+    /// The live monitor's viewers.
+    pub(super) viewers: Vec<telebridge_contract::monitor::ViewerInfo>,
 }
 
 /// The status from its parts: the one place it is built (at the start and at each publish).
@@ -53,6 +55,7 @@ pub(super) fn status_of(p: StatusParts<'_>) -> DaemonStatus {
         alerts: alerts(p.machine, p.media, p.pending_restart, &p.sound),
         pairing_requests: p.pairing_requests,
         sound: p.sound,
+        viewers: p.viewers,
     }
 }
 

@@ -49,6 +49,8 @@ pub struct BridgeOptions {
     pub received_preview: Option<telebridge_media::PreviewSlot>,
     /// The sound's meters (both ways); `None` meters nothing.
     pub levels: Option<Arc<telebridge_contract::sound::LevelBoard>>,
+    /// The live monitor (both feeds); `None` offers them to none.
+    pub monitor: Option<Arc<telebridge_media::monitor::MonitorHub>>,
     /// The simulated HDMI cable.
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// The tally: while set, the slate is framed in red (the box is on air).
@@ -94,6 +96,7 @@ pub async fn run_bridge(
         peer_name: Some(route.peer_name.clone().unwrap_or_else(|| "the other end".into())),
         preview: options.received_preview.clone(),
         levels: options.levels.clone(),
+        monitor: options.monitor.clone(),
         on_air: options.on_air.clone(),
     };
     let encode = RunOptions {
@@ -113,6 +116,7 @@ pub async fn run_bridge(
         commands: options.commands,
         preview: options.preview,
         levels: options.levels.clone(),
+        monitor: options.monitor.clone(),
         signal_gate: options.signal_gate,
         peer: Some(PeerLink { name: PEER_OUTPUT.into(), url: link, then: route.then, feed: feed.clone() }),
         echo: Some(echo),

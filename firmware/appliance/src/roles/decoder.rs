@@ -61,6 +61,8 @@ pub struct DecodeOptions {
     pub preview: Option<telebridge_media::PreviewSlot>,
     /// Where the received sound's meter writes (the panel's meters); `None` meters nothing.
     pub levels: Option<Arc<telebridge_contract::sound::LevelBoard>>,
+    /// Where what arrives is offered to the live monitor's viewers; `None` offers it to none.
+    pub monitor: Option<Arc<telebridge_media::monitor::MonitorHub>>,
     /// The tally: while set, the slate is framed in red (the box is on air).
     pub on_air: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
@@ -152,6 +154,8 @@ struct DecoderRun {
     slate_s: u64,
     /// Why a stream that arrives shows no picture.
     problem: Option<String>,
+    /// What arrives, offered to the live monitor while the decoder runs.
+    _offered: Option<telebridge_media::monitor::Publication>,
 }
 
 impl DecoderRun {
@@ -175,7 +179,14 @@ impl DecoderRun {
         };
         let retired = Retired::<DecodePipeline>::start()?;
         let current = Arc::new(AtomicU64::new(0));
+        // What arrives, as it arrives, for the live monitor's viewers.
+        let received = telebridge_media::TsFanout::default();
+        let offered = options.monitor.as_ref().map(|hub| {
+            let tap = telebridge_media::monitor::Tap { fanout: received.clone(), keyframe: None };
+            hub.publish(telebridge_contract::feed::Feed::Received, tap)
+        });
         let on_data = Restarts {
+            received,
             decoding: decoding.clone(),
             meters: meters.clone(),
             decoder: decoder.clone(),
@@ -200,6 +211,7 @@ impl DecoderRun {
         };
         info!(input = %options.input, sink = options.sink.name(), "decoder running");
         Ok(Self {
+            _offered: offered,
             retire_to: retired.sender(),
             retired,
             decoder,

@@ -46,6 +46,9 @@ pub struct RunOptions {
     pub preview: Option<telebridge_media::PreviewSlot>,
     /// Where the programme's sound meter writes (the panel's meters); `None` meters nothing.
     pub levels: Option<Arc<telebridge_contract::sound::LevelBoard>>,
+    /// Where the programme is offered to the live monitor's viewers while it runs; `None`
+    /// offers it to none.
+    pub monitor: Option<Arc<telebridge_media::monitor::MonitorHub>>,
     /// The simulated HDMI cable (see `EncoderSettings::signal_gate`).
     pub signal_gate: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// The bridge's connection to the paired box: an SRT output that also receives (its data
@@ -115,6 +118,11 @@ pub async fn run_encoder(
     run.add_peer(options.peer.as_ref())?;
     run.follow_links(options.rate_law, options.rate_trace);
     run.pipeline().start()?;
+    let _offered = options.monitor.map(|hub| {
+        let tap =
+            telebridge_media::monitor::Tap { fanout: run.fanout.clone(), keyframe: Some(run.keyframe_proxy.clone()) };
+        hub.publish(telebridge_contract::feed::Feed::Programme, tap)
+    });
     run.started = Instant::now();
     run.last_sample = run.started;
     info!(outputs = run.outputs.len(), "encoder running");

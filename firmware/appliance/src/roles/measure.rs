@@ -120,6 +120,7 @@ async fn measure_one(plan: &MeasurePlan, (w, h): (u32, u32), kbps: u32) -> Resul
         peer_name: None,
         preview: None,
         levels: None,
+        monitor: None,
         on_air: None,
     };
     let decoder = tokio::spawn(run_decoder(decode, std::future::pending()));

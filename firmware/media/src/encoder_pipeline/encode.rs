@@ -131,11 +131,17 @@ pub(super) fn set_bitrate(e: &gst::Element, kind: EncoderKind, kbps: u32) {
     }
 }
 
+/// The H.264 the encoder makes: Main profile, which every browser's WebRTC takes (Chromium
+/// offers Constrained Baseline and Main, no High), so that the live monitor sends the stream as
+/// it is; the Pi's encoder does Main, x264 is told to. (openh264 makes Constrained Baseline,
+/// which Main holds.)
 pub(super) fn encoder_output_caps(s: &EncoderSettings) -> gst::Caps {
     let mut b = gst::Caps::builder("video/x-h264");
-    if s.encoder.kind == EncoderKind::V4l2h264enc {
+    match s.encoder.kind {
         // Negotiation fails unless a level is named; 4 = 1080p30, the block's specified limit.
-        b = b.field("level", "4").field("profile", "high");
+        EncoderKind::V4l2h264enc => b = b.field("level", "4").field("profile", "main"),
+        EncoderKind::X264enc => b = b.field("profile", "main"),
+        EncoderKind::Openh264enc => {}
     }
     b.build()
 }
@@ -230,7 +236,7 @@ pub(super) fn add_audio(
     let queue = gst::ElementFactory::make("queue").property("max-size-time", 500_000_000u64).build()?;
     // The programme's meter reads the sound as it goes into the encoder (48 kHz stereo).
     let meter = if metered {
-        crate::sound_level::meter(telebridge_contract::sound::SoundStream::Programme)?
+        crate::sound_level::meter(telebridge_contract::sound::Feed::Programme)?
     } else {
         make("identity", "gstreamer1.0-plugins-base")?
     };

@@ -40,7 +40,8 @@ impl TsFanout {
         self.inner.locked().1.retain(|(i, _)| *i != id);
     }
 
-    pub(super) fn push(&self, data: &[u8]) {
+    /// Hands `data` to every consumer.
+    pub fn push(&self, data: &[u8]) {
         let g = self.inner.locked();
         for (_, consumer) in g.1.iter() {
             consumer(data);

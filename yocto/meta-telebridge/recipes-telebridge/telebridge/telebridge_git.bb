@@ -9,7 +9,7 @@ require telebridge-crates.inc
 
 inherit cargo cargo-update-recipe-crates pkgconfig systemd useradd
 
-DEPENDS += "glib-2.0 gstreamer1.0 gstreamer1.0-plugins-base srt"
+DEPENDS += "glib-2.0 gstreamer1.0 gstreamer1.0-plugins-bad gstreamer1.0-plugins-base srt"
 
 # Only the firmware's binaries (the workspace also holds the benchmarks and the fuzz targets).
 CARGO_BUILD_FLAGS:append = " --package telebridge"
@@ -39,29 +39,40 @@ FILES:${PN} += "${systemd_system_unitdir} ${nonarch_base_libdir}/udev/rules.d"
 # encoders (v4l2h264enc on a Pi 0-4, x264enc on a Pi 5, openh264enc as the last resort), the
 # muxer and parsers (mpegtsmux, tsdemux, h264parse, aacparse), the decoder (v4l2h264dec or
 # avdec_h264), HDMI out (kmssink), the slate's words (textoverlay), the preview (jpegenc),
-# sound (alsasrc, alsasink, AAC), RTMP (flvmux, rtmp2sink).
+# sound (alsasrc, alsasink, AAC) and its meters (level), RTMP (flvmux, rtmp2sink), the live
+# monitor (webrtcbin with libnice's ICE, DTLS and SRTP; rtph264pay, capssetter, opusenc,
+# rtpopuspay).
 RDEPENDS:${PN} = " \
     gstreamer1.0-libav \
+    gstreamer1.0-plugins-bad-dtls \
     gstreamer1.0-plugins-bad-kms \
     gstreamer1.0-plugins-bad-mpegtsdemux \
     gstreamer1.0-plugins-bad-mpegtsmux \
     gstreamer1.0-plugins-bad-rtmp2 \
+    gstreamer1.0-plugins-bad-srtp \
     gstreamer1.0-plugins-bad-videoparsersbad \
+    gstreamer1.0-plugins-bad-webrtc \
     gstreamer1.0-plugins-base-alsa \
     gstreamer1.0-plugins-base-app \
     gstreamer1.0-plugins-base-audioconvert \
     gstreamer1.0-plugins-base-audioresample \
     gstreamer1.0-plugins-base-audiotestsrc \
+    gstreamer1.0-plugins-base-opus \
     gstreamer1.0-plugins-base-pango \
     gstreamer1.0-plugins-base-typefindfunctions \
     gstreamer1.0-plugins-base-videoconvertscale \
     gstreamer1.0-plugins-base-videorate \
     gstreamer1.0-plugins-base-videotestsrc \
     gstreamer1.0-plugins-good-audioparsers \
+    gstreamer1.0-plugins-good-debug \
     gstreamer1.0-plugins-good-flv \
     gstreamer1.0-plugins-good-jpeg \
+    gstreamer1.0-plugins-good-level \
+    gstreamer1.0-plugins-good-rtp \
+    gstreamer1.0-plugins-good-rtpmanager \
     gstreamer1.0-plugins-good-video4linux2 \
     gstreamer1.0-plugins-ugly-x264 \
     libcamera-gst \
+    libnice \
     ttf-bitstream-vera \
 "

@@ -137,6 +137,8 @@ pub(super) struct Restarts {
     pub(super) decoder: DecoderChoice,
     pub(super) audio: AudioOut,
     pub(super) taps: telebridge_media::decode_pipeline::DecodeTaps,
+    /// What arrives, handed on as it is (the live monitor's viewers).
+    pub(super) received: telebridge_media::TsFanout,
     pub(super) retire_to: RetireTo<DecodePipeline>,
     /// Which pipeline is the current one: an old pipeline's streaming threads may still hand
     /// over a frame or a mark while it is being stopped, and those must not reach the display
@@ -180,6 +182,8 @@ impl Restarts {
             if let Some(p) = &d.pipeline {
                 p.push(&gst::Buffer::from_slice(data.to_vec()));
             }
+            drop(d);
+            self.received.push(data);
         })
     }
 

@@ -1,0 +1,133 @@
+//! The live monitor: browsers watching a feed over WebRTC, asked for with WHEP (one POST of an
+//! SDP offer, answered with the box's SDP; a DELETE ends it).
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::feed::Feed;
+
+/// How many viewers a box serves at once unless `monitor.viewers` says otherwise.
+pub const DEFAULT_VIEWERS: u32 = 4;
+
+/// A viewer not heard from (its RTCP, which browsers send every second or so) for this long
+/// is gone; checked at each status (a second), so a viewer that stops answering is dropped
+/// within 5 s.
+pub const GONE_AFTER: Duration = Duration::from_secs(3);
+
+/// A viewer that has not connected within this long never will.
+pub const CONNECT_WITHIN: Duration = Duration::from_secs(15);
+
+/// A browser asking to watch.
+#[derive(Debug, Clone)]
+pub struct WatchRequest {
+    /// Which feed.
+    pub feed: Feed,
+    /// Its SDP offer.
+    pub offer: String,
+    /// Who asks.
+    pub from: SocketAddr,
+    /// The box's address it reached the panel at: where its ICE candidates are gathered.
+    pub local: Option<IpAddr>,
+}
+
+/// The box's answer to a viewer.
+#[derive(Debug, Clone)]
+pub struct WatchAnswer {
+    /// The viewer's number, for its DELETE.
+    pub id: u64,
+    /// The SDP answer, every candidate in it.
+    pub sdp: String,
+}
+
+/// Why a viewer is not served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WatchRefusal {
+    /// The feed is not running (an encoder not live, a decoder with nothing coming in).
+    #[error("nothing to watch: the {} feed is not running", .0.name())]
+    NotRunning(Feed),
+    /// As many viewers as allowed watch already.
+    #[error("{limit} viewers watch already, as many as monitor.viewers allows: close one first")]
+    Full {
+        /// The limit.
+        limit: u32,
+    },
+    /// The monitor is switched off.
+    #[error("the monitor is off (monitor.viewers = 0)")]
+    Off,
+    /// The offer cannot be answered, in words.
+    #[error("{0}")]
+    Offer(String),
+    /// The box failed to set the viewer up (for the log; the API says only that it failed).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A viewer, as the status lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ViewerInfo {
+    /// Its number.
+    pub id: u64,
+    /// What it watches.
+    pub feed: Feed,
+    /// Where it watches from.
+    pub address: String,
+    /// Since when, ms since the Unix epoch.
+    pub since_unix_ms: u64,
+    /// `connecting` or `watching`.
+    pub state: &'static str,
+}
+
+/// How a viewer's connection stands, as the monitor reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ViewerHealth {
+    /// WebRTC says the connection failed or closed.
+    pub ended: bool,
+    /// How long since it started.
+    pub age: Duration,
+    /// How long since its last RTCP; `None` before the first.
+    pub silent_for: Option<Duration>,
+}
+
+impl ViewerHealth {
+    /// Whether to drop it: ended, not heard for [`GONE_AFTER`], or never heard within
+    /// [`CONNECT_WITHIN`].
+    pub fn gone(&self) -> bool {
+        self.ended
+            || match self.silent_for {
+                Some(silent) => silent > GONE_AFTER,
+                None => self.age > CONNECT_WITHIN,
+            }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_viewer_is_gone_when_ended_silent_for_3_s_or_never_heard_in_15() {
+        let s = Duration::from_secs;
+        let health =
+            |ended, age, silent_for: Option<u64>| ViewerHealth { ended, age: s(age), silent_for: silent_for.map(s) };
+        assert!(!health(false, 60, Some(1)).gone());
+        assert!(!health(false, 60, Some(3)).gone());
+        assert!(health(false, 60, Some(4)).gone());
+        assert!(health(true, 1, Some(0)).gone());
+        assert!(!health(false, 10, None).gone(), "still connecting");
+        assert!(health(false, 16, None).gone());
+    }
+
+    #[test]
+    fn refusals_say_what_to_do() {
+        assert_eq!(
+            WatchRefusal::NotRunning(Feed::Programme).to_string(),
+            "nothing to watch: the programme feed is not running"
+        );
+        assert_eq!(
+            WatchRefusal::Full { limit: 4 }.to_string(),
+            "4 viewers watch already, as many as monitor.viewers allows: close one first"
+        );
+    }
+}
