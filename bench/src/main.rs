@@ -10,6 +10,7 @@ mod fanout;
 mod golive;
 mod idle;
 mod lipsync;
+mod monitor;
 mod panel;
 mod plot;
 mod reader;
@@ -88,6 +89,9 @@ enum Bench {
     },
     /// The appliance daemon at rest (not live): RSS and CPU, with simulated GPIO and with none.
     Idle,
+    /// The live monitor's cost: an encoder live at 720p30 watched by 0, 1, 2 and 4 WebRTC
+    /// viewers that do not decode; the daemon's CPU and memory per viewer, the encoder's fps.
+    Monitor,
     /// Lip sync: the sound-to-picture offset of the test sources' flash and beep, our encoder
     /// to our decoder and to ffmpeg, and ffmpeg's sources to our decoder, at 720p30 and
     /// 1080p30, over loopback and a lossy link.
@@ -174,6 +178,7 @@ fn main() -> anyhow::Result<()> {
         }
         Bench::Fanout => fanout::run(&args.out, args.quick),
         Bench::Idle => idle::run(args.quick),
+        Bench::Monitor => monitor::run(args.quick),
         Bench::Lipsync => runtime.block_on(lipsync::run(&args.profiles, &args.out, args.quick)),
         Bench::GoLive { telebridge } => golive::run(args.quick, telebridge),
         Bench::Latency { rtt_factors } => {

@@ -59,9 +59,15 @@ pub struct SimDaemon {
 /// Starts `telebridge run --sim` from `bin` with `args` (outputs, `--start-live`...), its
 /// configuration and log in `dir`, and sets the password through the panel.
 pub fn start(bin: &Path, dir: &Path, args: &[String]) -> anyhow::Result<SimDaemon> {
+    start_with(bin, dir, args, "")
+}
+
+/// As [`start`], with `tables` (TOML tables other than `[web]`, e.g. `[video]`) in its
+/// configuration.
+pub fn start_with(bin: &Path, dir: &Path, args: &[String], tables: &str) -> anyhow::Result<SimDaemon> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let config = dir.join("telebridge.toml");
-    std::fs::write(&config, format!("[web]\nsetup_code_file = \"{}\"\n", dir.join("setup.txt").display()))?;
+    std::fs::write(&config, format!("{tables}\n[web]\nsetup_code_file = \"{}\"\n", dir.join("setup.txt").display()))?;
     let log = dir.join("daemon.log");
     let child = Command::new(bin)
         .args(["run", "--sim", "--http", &format!("127.0.0.1:{port}"), "--config"])

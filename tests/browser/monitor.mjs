@@ -11,16 +11,16 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { check, harness, startBox, waitFor } from './lib.mjs';
+import { check, freePort, harness, startBox, waitFor } from './lib.mjs';
 
 const { bin, artifacts, children, logs } = harness();
 let failed = false;
 
-// Reads the timecode of the frame on `video` (ours: 2 rows of 40 cells at the top; sync, frame,
-// capture time in µs, CRC-8) each time the browser presents one, for `ms`: the age of each frame
-// when shown, in ms.
-const readAges = (ms) => new Promise((resolve) => {
-  const v = document.querySelector('#video-programme');
+// Reads the timecode of the frame on the <video> `selector` (ours: 2 rows of 40 cells at the
+// top; sync, frame, capture time in µs, CRC-8) each time the browser presents one, for `ms`: the
+// age of each frame when shown, in ms.
+const readAges = ([selector, ms]) => new Promise((resolve) => {
+  const v = document.querySelector(selector);
   const c = document.createElement('canvas');
   const g = c.getContext('2d', { willReadFrequently: true });
   const mask = (1n << 40n) - 1n;
@@ -102,12 +102,30 @@ const browser = await chromium.launch({
 });
 const recording = join(mkdtempSync(join(tmpdir(), 'tb-monitor-')), 'programme.ts');
 try {
+  // A decoder box listening for the encoder (SRT, 200 ms), for the received feed.
+  const srtPort = await freePort();
+  const dec = await startBox(bin, 'control-room', {
+    children, logs, role: 'decoder', extra: `[decoder]\ninput = "srt://:${srtPort}?mode=listener&latency=200"\n`,
+  });
   const enc = await startBox(bin, 'studio', {
     children, logs, role: 'encoder',
     video: 'width = 1280\nheight = 720\nfps = 30\nbitrate_kbps = 3000',
-    // An output to go live to: a recording (the monitor needs no receiver).
-    extra: `metrics_token = "monitor-wall-token-0123"\nmonitor_viewers = 4\n[[outputs]]\nurl = "file:${recording}"\nname = "recording"\n`,
+    // A recording, and the decoder box.
+    extra: `metrics_token = "monitor-wall-token-0123"\nmonitor_viewers = 4\n[[outputs]]\nurl = "file:${recording}"\nname = "recording"\n`
+      + `[[outputs]]\nurl = "srt://127.0.0.1:${srtPort}?latency=200"\nname = "control room"\n`,
   });
+  // The decoder box set up and receiving (waiting for the encoder) first.
+  const dctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const dp = await dctx.newPage();
+  await dp.goto(dec.base);
+  await dp.waitForSelector('#page-setup:not([hidden])');
+  await dp.fill('#setup-form [name=code]', dec.code);
+  await dp.fill('#setup-form [name=password]', 'panel password');
+  await dp.click('#setup-form button');
+  await dp.waitForSelector('#page-status:not([hidden])');
+  await dp.click('#live-button');
+  await dp.waitForSelector('#state-word:text-is("Waiting for a sender")', { timeout: 20000 });
+
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await ctx.newPage();
   const shot = (what) => page.screenshot({ path: join(artifacts, `monitor-${what}.png`), fullPage: true });
@@ -135,11 +153,11 @@ try {
 
   // Glass to browser: the frames' own capture times against when the browser shows them.
   await page.waitForTimeout(2000); // a window: the first frames after a join are not the steady state
-  const seen = await page.evaluate(readAges, 10000);
+  const seen = await page.evaluate(readAges, ['#video-programme', 10000]);
   const ages = seen.ages;
   const [p50, p95] = [pct(ages, 0.5), pct(ages, 0.95)];
   writeFileSync(join(artifacts, 'monitor-glass-to-browser.json'), JSON.stringify({ ...seen, p50, p95 }));
-  check(seen.width === 1280 && seen.height === 720 && ages.length >= 200,
+  check(seen.width === 1280 && seen.height === 720 && ages.length >= 100,
     `the page read the timecode of ${ages.length} frames at ${seen.width}x${seen.height} (${seen.unread} unread)`);
   check(p50 < 150, `glass to browser at 720p30 on loopback: p50 ${p50.toFixed(0)} ms, p95 ${p95.toFixed(0)} ms (under 150 ms at p50)`);
 
@@ -196,6 +214,9 @@ try {
   await waitFor('the wall\'s viewers watching', async () => (await viewers()).filter((v) => v.state === 'watching').length === 4, 10000)
     .catch(async () => { throw new Error(`the wall's viewers: ${JSON.stringify(await viewers())}`); });
   check(true, 'the wall\'s three viewers watch (their browser\'s reports reach the box)');
+  // A window: the wall watches for a while, and the box learns how often it reports (a browser
+  // every second; an RTP stack on RFC 3550's 5 s is given 2.5 of its own intervals).
+  await page.waitForTimeout(5000);
 
   // The wall's browser goes away without a word (its page closed, no DELETE): its viewers are
   // dropped within 5 s, the panel's own plays on.
@@ -205,6 +226,23 @@ try {
   const dropped = (Date.now() - closedAt) / 1000;
   check(dropped <= 6, `viewers that stopped answering were dropped in ${dropped.toFixed(1)} s`);
   check(await page.$eval('#video-programme', (v) => !v.hidden && !v.paused), 'the panel\'s own viewer plays on');
+
+  // The decoder box's Status plays what it receives; glass to browser there against the
+  // decoder's own display path (glass to glass at its display, the SRT latency in both).
+  await dp.waitForSelector('#state-word:text-is("Receiving")', { timeout: 20000 });
+  await waitFor('the received picture, live', () => dp.evaluate(() => {
+    const v = document.querySelector('#video-received');
+    return !v.hidden && v.videoWidth > 0 && !v.paused;
+  }), 20000);
+  await dp.waitForTimeout(2000); // a window: past the join
+  const received = await dp.evaluate(readAges, ['#video-received', 10000]);
+  const display = (await (await dp.request.get(`${dec.base}/api/status`)).json()).media.latency;
+  const rp50 = pct(received.ages, 0.5);
+  writeFileSync(join(artifacts, 'monitor-received.json'), JSON.stringify({ ...received, p50: rp50, display }));
+  check(received.ages.length >= 100 && display && rp50 - display.p50_ms <= 50,
+    `the decoder's received feed: glass to browser p50 ${rp50.toFixed(0)} ms (${received.ages.length} frames) against its display's ${display && display.p50_ms.toFixed(0)} ms: ${display && (rp50 - display.p50_ms).toFixed(0)} ms more (at most 50)`);
+  await dp.screenshot({ path: join(artifacts, 'monitor-3-received.png'), fullPage: true });
+  await dctx.close();
 
   // Stopping: the viewer ends with the feed, and the panel says not sending.
   await page.click('#live-button');

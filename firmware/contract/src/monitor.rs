@@ -12,9 +12,17 @@ use crate::feed::Feed;
 pub const DEFAULT_VIEWERS: u32 = 4;
 
 /// A viewer not heard from (its RTCP, which browsers send every second or so) for this long
-/// is gone; checked at each status (a second), so a viewer that stops answering is dropped
-/// within 5 s.
+/// at least is gone; checked at each status (a second), so a browser that stops answering is
+/// dropped within 5 s. A viewer that reports less often (RFC 3550's 5 s, as GStreamer's RTP
+/// stack does) is given [`MISSED_REPORTS`] of its own intervals.
 pub const GONE_AFTER: Duration = Duration::from_secs(3);
+
+/// How many of its own report intervals a viewer may miss before it is gone.
+pub const MISSED_REPORTS: f64 = 2.5;
+
+/// A viewer heard, its interval not yet known (its first few reports), is gone when silent
+/// this long (twice RFC 3550's 5 s and a margin).
+pub const FIRST_REPORT_GRACE: Duration = Duration::from_secs(12);
 
 /// A viewer that has not connected within this long never will.
 pub const CONNECT_WITHIN: Duration = Duration::from_secs(15);
@@ -88,15 +96,22 @@ pub struct ViewerHealth {
     pub age: Duration,
     /// How long since its last RTCP; `None` before the first.
     pub silent_for: Option<Duration>,
+    /// The longest time between two of its reports; `None` while it is not yet known.
+    pub report_every: Option<Duration>,
 }
 
 impl ViewerHealth {
-    /// Whether to drop it: ended, not heard for [`GONE_AFTER`], or never heard within
-    /// [`CONNECT_WITHIN`].
+    /// Whether to drop it: ended; not heard for [`MISSED_REPORTS`] of its report intervals,
+    /// [`GONE_AFTER`] at least ([`FIRST_REPORT_GRACE`] while its interval is not known); or
+    /// never heard within [`CONNECT_WITHIN`].
     pub fn gone(&self) -> bool {
+        let allowed = match self.report_every {
+            Some(every) => GONE_AFTER.max(every.mul_f64(MISSED_REPORTS)),
+            None => FIRST_REPORT_GRACE,
+        };
         self.ended
             || match self.silent_for {
-                Some(silent) => silent > GONE_AFTER,
+                Some(silent) => silent > allowed,
                 None => self.age > CONNECT_WITHIN,
             }
     }
@@ -107,16 +122,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_viewer_is_gone_when_ended_silent_for_3_s_or_never_heard_in_15() {
+    fn a_viewer_is_gone_when_ended_or_past_its_reports_or_never_heard_in_15_s() {
         let s = Duration::from_secs;
-        let health =
-            |ended, age, silent_for: Option<u64>| ViewerHealth { ended, age: s(age), silent_for: silent_for.map(s) };
-        assert!(!health(false, 60, Some(1)).gone());
-        assert!(!health(false, 60, Some(3)).gone());
-        assert!(health(false, 60, Some(4)).gone());
-        assert!(health(true, 1, Some(0)).gone());
-        assert!(!health(false, 10, None).gone(), "still connecting");
-        assert!(health(false, 16, None).gone());
+        // A browser: a report a second.
+        let browser = |ended, age, silent_for: Option<u64>| ViewerHealth {
+            ended,
+            age: s(age),
+            silent_for: silent_for.map(s),
+            report_every: Some(Duration::from_millis(1100)),
+        };
+        assert!(!browser(false, 60, Some(1)).gone());
+        assert!(!browser(false, 60, Some(3)).gone());
+        assert!(browser(false, 60, Some(4)).gone(), "a browser silent 4 s is gone");
+        assert!(browser(true, 1, Some(0)).gone());
+        assert!(!browser(false, 10, None).gone(), "still connecting");
+        assert!(browser(false, 16, None).gone());
+        // RFC 3550's 5 s (GStreamer's RTP stack): 12.5 s of silence allowed, and 12 s after
+        // its first report, before the second says how often it reports.
+        let rfc = |silent: u64, every: Option<u64>| ViewerHealth {
+            ended: false,
+            age: s(60),
+            silent_for: Some(s(silent)),
+            report_every: every.map(s),
+        };
+        assert!(!rfc(6, Some(5)).gone() && !rfc(12, Some(5)).gone() && rfc(13, Some(5)).gone());
+        assert!(!rfc(11, None).gone() && rfc(13, None).gone());
     }
 
     #[test]

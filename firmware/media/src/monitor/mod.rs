@@ -78,7 +78,7 @@ fn unix_ms() -> u64 {
 
 fn health(v: &Viewer) -> ViewerHealth {
     let ended = matches!(v.state(), WebRTCPeerConnectionState::Failed | WebRTCPeerConnectionState::Closed);
-    ViewerHealth { ended, age: v.age(), silent_for: v.heard().then(|| v.silent_for()) }
+    ViewerHealth { ended, age: v.age(), silent_for: v.heard().then(|| v.silent_for()), report_every: v.report_every() }
 }
 
 impl MonitorHub {

@@ -2,7 +2,7 @@
 //! Opus, sent through GStreamer's `webrtcbin` to the browser that offered.
 //!
 //! ```text
-//! appsrc(TS) ! tsdemux ┬ queue ! h264parse ! rtph264pay ──────────────────────────────┐
+//! appsrc(TS) ! tsdemux ┬ queue ! (alignment=au) ! h264parse ! rtph264pay ─────────────┐
 //!                      └ queue ! aacparse ! avdec_aac | opusdec ! audioconvert ! audioresample
 //!                                ! opusenc ! rtpopuspay ─────────────────────────── webrtcbin
 //! ```
@@ -19,6 +19,9 @@ use gst_webrtc::{WebRTCICEGatheringState, WebRTCPeerConnectionState, WebRTCSDPTy
 use super::offer::{choose, Chosen, Offered};
 use crate::error::{make, MediaError};
 
+/// How many reports a viewer sends before its interval is believed.
+const REPORTS_TO_KNOW: u64 = 4;
+
 /// How long the ICE candidates of the box's addresses may take to gather.
 const GATHER_WAIT: Duration = Duration::from_secs(3);
 
@@ -30,6 +33,10 @@ pub struct Viewer {
     started: Instant,
     /// When the browser's last RTCP arrived, ms after `started` (0: none yet).
     heard_ms: Arc<AtomicU64>,
+    /// The longest time between two of its RTCP packets, ms.
+    gap_ms: Arc<AtomicU64>,
+    /// How many RTCP packets it sent.
+    reports: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Viewer {
@@ -84,7 +91,15 @@ impl Viewer {
             ice.emit_add_local_ip_address(&address.to_string());
         }
         pipeline.set_state(gst::State::Playing)?;
-        let viewer = Self { pipeline, webrtc, appsrc, started: Instant::now(), heard_ms: Arc::new(AtomicU64::new(0)) };
+        let viewer = Self {
+            pipeline,
+            webrtc,
+            appsrc,
+            started: Instant::now(),
+            heard_ms: Arc::new(AtomicU64::new(0)),
+            gap_ms: Arc::new(AtomicU64::new(0)),
+            reports: Arc::new(AtomicU64::new(0)),
+        };
         let answer = viewer.negotiate(sdp)?;
         viewer.listen_for_rtcp();
         Ok((viewer, answer))
@@ -127,9 +142,15 @@ impl Viewer {
         let Some(session) = rtpbin.emit_by_name::<Option<gst::glib::Object>>("get-internal-session", &[&0u32]) else {
             return;
         };
-        let (heard, started) = (self.heard_ms.clone(), self.started);
+        let (heard, gap, started) = (self.heard_ms.clone(), self.gap_ms.clone(), self.started);
+        let reports = self.reports.clone();
         session.connect("on-receiving-rtcp", false, move |_| {
-            heard.store(started.elapsed().as_millis().max(1) as u64, Ordering::Relaxed);
+            reports.fetch_add(1, Ordering::Relaxed);
+            let now = started.elapsed().as_millis().max(1) as u64;
+            let before = heard.swap(now, Ordering::Relaxed);
+            if before > 0 {
+                gap.fetch_max(now.saturating_sub(before), Ordering::Relaxed);
+            }
             None
         });
     }
@@ -153,6 +174,14 @@ impl Viewer {
     /// How long since the viewer started.
     pub fn age(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// The longest time between two of the viewer's reports, once it has sent
+    /// [`REPORTS_TO_KNOW`]: an RTP stack's first reports come sooner than the rest (RFC 3550
+    /// halves the first interval; GStreamer's first two came within a second, then 5 s apart).
+    pub fn report_every(&self) -> Option<Duration> {
+        (self.reports.load(Ordering::Relaxed) >= REPORTS_TO_KNOW)
+            .then(|| Duration::from_millis(self.gap_ms.load(Ordering::Relaxed)))
     }
 
     /// Whether the viewer has been heard at all.
@@ -229,6 +258,10 @@ fn build(chosen: &Chosen) -> Result<(gst::Pipeline, gst::Element, gst_app::AppSr
     appsrc.link(&demux)?;
 
     let vqueue = gst::ElementFactory::make("queue").property("max-size-time", 500_000_000u64).build()?;
+    // One access unit a PES, as every sender muxes it: said so, else h264parse waits for the
+    // next to know the current is whole (a frame of delay; the decoder's pipeline does the same).
+    let au = gst::Caps::builder("video/x-h264").field("stream-format", "byte-stream").field("alignment", "au").build();
+    let au_filter = gst::ElementFactory::make("capsfilter").property("caps", &au).build()?;
     let parse = gst::ElementFactory::make("h264parse").property("config-interval", -1i32).build()?;
     let pay = make("rtph264pay", "gstreamer1.0-plugins-good")?;
     pay.set_property("pt", u32::from(chosen.video.pt));
@@ -240,8 +273,8 @@ fn build(chosen: &Chosen) -> Result<(gst::Pipeline, gst::Element, gst_app::AppSr
     // Main): the caps webrtcbin takes are the answer's.
     let vcaps = make("capssetter", "gstreamer1.0-plugins-good")?;
     vcaps.set_property("caps", video_rtp(chosen));
-    pipeline.add_many([&vqueue, &parse, &pay, &vcaps])?;
-    to_webrtc(&webrtc, &[&vqueue, &parse, &pay, &vcaps], &video_rtp(chosen))?;
+    pipeline.add_many([&vqueue, &au_filter, &parse, &pay, &vcaps])?;
+    to_webrtc(&webrtc, &[&vqueue, &au_filter, &parse, &pay, &vcaps], &video_rtp(chosen))?;
 
     let audio_in = match chosen.audio_pt {
         Some(pt) => {
