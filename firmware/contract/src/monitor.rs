@@ -17,6 +17,10 @@ pub const DEFAULT_VIEWERS: u32 = 4;
 /// stack does) is given [`MISSED_REPORTS`] of its own intervals.
 pub const GONE_AFTER: Duration = Duration::from_secs(3);
 
+/// How many reports a viewer sends before its interval between them is believed: an RTP
+/// stack's first reports come sooner than the rest.
+pub const REPORTS_TO_KNOW: u64 = 4;
+
 /// How many of its own report intervals a viewer may miss before it is gone.
 pub const MISSED_REPORTS: f64 = 2.5;
 

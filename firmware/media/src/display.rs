@@ -21,6 +21,7 @@ use crate::error::{make, MediaError};
 use crate::kms::{connected_output, drm_connectors, preferred_mode};
 pub use crate::slate_picture::render_slate;
 use crate::watched::Watched;
+use telebridge_contract::feed::Feed;
 
 /// How long a question from the stats loop (the slate's words, the transitions) waits for the
 /// display's lock before it logs who holds it and goes on without an answer.
@@ -90,6 +91,8 @@ struct State {
     on_air: bool,
     slate: Option<(String, (u32, u32), bool, gst::Sample)>,
     size: (u32, u32),
+    /// The sound's meters: while the slate is up and sound arrives, the slate shows its meter.
+    levels: Option<Arc<telebridge_contract::sound::LevelBoard>>,
 }
 
 /// The running display.
@@ -153,6 +156,7 @@ impl Display {
                 on_air: false,
                 slate: None,
                 size,
+                levels: None,
             },
         ));
         let showing_slate = Arc::new(AtomicBool::new(false));
@@ -173,7 +177,14 @@ impl Display {
                             if !fresh {
                                 s.slate = Some((text.clone(), size, on_air, render_slate(&text, size, on_air)));
                             }
-                            s.slate.as_ref().map(|(_, _, _, sample)| sample.clone())
+                            let sound = s
+                                .levels
+                                .as_ref()
+                                .and_then(|b| b.read(Instant::now()).into_iter().find(|l| l.stream == Feed::Received));
+                            s.slate.as_ref().map(|(_, _, _, sample)| match &sound {
+                                Some(l) => crate::slate_picture::with_meters(sample, &l.channels),
+                                None => sample.clone(),
+                            })
                         }
                     };
                     match sample {
@@ -237,6 +248,12 @@ impl Display {
         if let Some(mut s) = self.state.lock_within(QUERY_WAIT) {
             s.on_air = on_air;
         }
+    }
+
+    /// Shows the received sound's meter on the slate (sound that arrives without a picture, or
+    /// before it), read from `board`.
+    pub fn set_levels(&self, board: Arc<telebridge_contract::sound::LevelBoard>) {
+        self.state.lock().levels = Some(board);
     }
 
     /// Whether the slate is on screen.

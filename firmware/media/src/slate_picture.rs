@@ -2,6 +2,7 @@
 //! once per text and size.
 
 use gst::prelude::*;
+use telebridge_contract::sound::ChannelLevel;
 use tracing::warn;
 
 use crate::error::MediaError;
@@ -39,6 +40,69 @@ pub fn paint_border(data: &mut [u8], width: u32, height: u32, thickness: u32, yu
     paint(y, w, h, t, yuv.0);
     paint(u, cw, ch, ct, yuv.1);
     paint(v, cw, ch, ct, yuv.2);
+}
+
+/// The meter's scale: its bars run from this to full scale, dBFS.
+pub const METER_FLOOR_DB: f64 = -60.0;
+const METER_BACK: (u8, u8, u8) = (40, 128, 128);
+const METER_GREEN: (u8, u8, u8) = (145, 54, 34);
+const METER_AMBER: (u8, u8, u8) = (170, 34, 170);
+const METER_PEAK: (u8, u8, u8) = (235, 128, 128);
+
+/// Paints the sound's meter into an I420 picture: a bar a channel across the bottom sixth, its
+/// RMS filled (green, amber above -12 dBFS) and its peak a white tick, from [`METER_FLOOR_DB`]
+/// to full scale. Cells of 2x2 pixels, so that the chroma planes follow.
+pub fn paint_meters(data: &mut [u8], width: u32, height: u32, channels: &[ChannelLevel]) {
+    let (w, h) = (width as usize & !1, height as usize & !1);
+    let (cw, ch) = (width as usize / 2, height as usize / 2);
+    if channels.is_empty() || data.len() < (width * height) as usize + 2 * cw * ch || w < 64 || h < 64 {
+        return;
+    }
+    let bar = ((h / 40) & !1).max(4);
+    let gap = (bar / 2) & !1;
+    let left = (w / 10) & !1;
+    let span = w - 2 * left;
+    let top0 = (h - h / 12 - channels.len() * (bar + gap)) & !1;
+    let x_of =
+        |db: f64| (left + (((db - METER_FLOOR_DB) / -METER_FLOOR_DB).clamp(0.0, 1.0) * span as f64) as usize) & !1;
+    let (y, chroma) = data.split_at_mut(width as usize * height as usize);
+    let (u, v) = chroma.split_at_mut(cw * ch);
+    let mut fill = |x0: usize, x1: usize, top: usize, yuv: (u8, u8, u8)| {
+        for row in top..top + bar {
+            let line = row * width as usize;
+            y[line + x0..line + x1].fill(yuv.0);
+            if row % 2 == 0 {
+                let c = row / 2 * cw;
+                u[c + x0 / 2..c + x1 / 2].fill(yuv.1);
+                v[c + x0 / 2..c + x1 / 2].fill(yuv.2);
+            }
+        }
+    };
+    for (i, c) in channels.iter().enumerate() {
+        let top = top0 + i * (bar + gap);
+        fill(left, left + span, top, METER_BACK);
+        let rms = x_of(c.rms_db);
+        fill(left, rms, top, if c.rms_db > -12.0 { METER_AMBER } else { METER_GREEN });
+        let peak = x_of(c.peak_db).min(left + span - 2);
+        if c.peak_db > METER_FLOOR_DB {
+            fill(peak, peak + 2, top, METER_PEAK);
+        }
+    }
+}
+
+/// `sample` (an I420 picture) with the sound's meter painted in ([`paint_meters`]).
+pub fn with_meters(sample: &gst::Sample, channels: &[ChannelLevel]) -> gst::Sample {
+    let Some(info) = sample.caps().and_then(|c| gst_video::VideoInfo::from_caps(c).ok()) else { return sample.clone() };
+    let Some(mut buffer) = sample.buffer_owned() else { return sample.clone() };
+    if let Ok(mut m) = buffer.make_mut().map_writable() {
+        paint_meters(m.as_mut_slice(), info.width(), info.height(), channels);
+    }
+    let caps = sample.caps_owned();
+    let mut b = gst::Sample::builder().buffer(&buffer);
+    if let Some(c) = caps.as_ref() {
+        b = b.caps(c);
+    }
+    b.build()
 }
 
 /// Renders the slate: the text centred on a dark blue picture, framed in red while the box is
@@ -153,5 +217,46 @@ mod tests {
         let mut short = vec![7u8; 10];
         paint_border(&mut short, w, h, t, TALLY_RED);
         assert!(short.iter().all(|b| *b == 7));
+    }
+
+    /// A blank I420 picture: luma 16, chroma 128.
+    fn blank(w: usize, h: usize) -> Vec<u8> {
+        let mut d = vec![16u8; w * h];
+        d.extend(std::iter::repeat_n(128u8, 2 * (w / 2) * (h / 2)));
+        d
+    }
+
+    #[test]
+    fn the_meter_fills_each_channels_rms_and_ticks_its_peak_in_every_plane() {
+        let (w, h) = (320usize, 180usize);
+        let mut d = blank(w, h);
+        paint_meters(&mut d, w as u32, h as u32, &[ChannelLevel::new(-6.0, -9.0), ChannelLevel::new(-100.0, -100.0)]);
+        // Geometry as painted: bars of 4 lines, 2 apart, from x 32 over 256 pixels, above
+        // the bottom 15 lines.
+        let (bar, gap, left, span) = (4usize, 2usize, 32usize, 256usize);
+        let top = (h - h / 12 - 2 * (bar + gap)) & !1;
+        let y = |x: usize, row: usize| d[row * w + x];
+        let u = |x: usize, row: usize| d[w * h + row / 2 * (w / 2) + x / 2];
+        let at = |db: f64| left + ((db + 60.0) / 60.0 * span as f64) as usize;
+        // Left: amber to -9 dBFS (RMS over -12), the peak's tick at -6, the rest of the bar dark.
+        assert_eq!((y(left + 2, top), u(left + 2, top)), (METER_AMBER.0, METER_AMBER.1));
+        assert_eq!(y(at(-9.0) - 4, top + 3), METER_AMBER.0);
+        assert_eq!(y(at(-7.5), top), METER_BACK.0);
+        assert_eq!(y(at(-6.0) & !1, top + 1), METER_PEAK.0);
+        assert_eq!(y(left + span - 2, top), METER_BACK.0);
+        // Right: silence, a dark bar and no tick; nothing painted outside the bars.
+        let top2 = top + bar + gap;
+        assert!((left..left + span).all(|x| y(x, top2) == METER_BACK.0));
+        assert_eq!((y(left - 1, top), y(left + 2, top - 1), y(left + 2, top + bar)), (16, 16, 16));
+    }
+
+    #[test]
+    fn a_picture_too_small_or_short_of_bytes_is_left_as_it_is() {
+        let mut d = blank(32, 32);
+        paint_meters(&mut d, 32, 32, &[ChannelLevel::new(0.0, 0.0)]);
+        assert_eq!(d, blank(32, 32));
+        let mut short = vec![16u8; 100];
+        paint_meters(&mut short, 320, 180, &[ChannelLevel::new(0.0, 0.0)]);
+        assert!(short.iter().all(|b| *b == 16));
     }
 }

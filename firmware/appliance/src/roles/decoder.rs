@@ -164,6 +164,9 @@ impl DecoderRun {
         let decoder = select_decoder()?;
         let first_text = slate(&options, false, None);
         let display = Arc::new(Display::start(options.sink.clone(), (1280, 720), first_text)?);
+        if let Some(board) = &options.levels {
+            display.set_levels(board.clone());
+        }
         let meters = Meters::new();
         let decoding = Arc::new(Watched::new("decoding", Decoding::new()));
         let looped = options.loop_to.as_ref().map(Loop::start).transpose()?;

@@ -16,11 +16,10 @@ use gst::prelude::*;
 use gst_webrtc::prelude::*;
 use gst_webrtc::{WebRTCICEGatheringState, WebRTCPeerConnectionState, WebRTCSDPType, WebRTCSessionDescription};
 
+use telebridge_contract::monitor::REPORTS_TO_KNOW;
+
 use super::offer::{choose, Chosen, Offered};
 use crate::error::{make, MediaError};
-
-/// How many reports a viewer sends before its interval is believed.
-const REPORTS_TO_KNOW: u64 = 4;
 
 /// How long the ICE candidates of the box's addresses may take to gather.
 const GATHER_WAIT: Duration = Duration::from_secs(3);
@@ -177,8 +176,9 @@ impl Viewer {
     }
 
     /// The longest time between two of the viewer's reports, once it has sent
-    /// [`REPORTS_TO_KNOW`]: an RTP stack's first reports come sooner than the rest (RFC 3550
-    /// halves the first interval; GStreamer's first two came within a second, then 5 s apart).
+    /// [`REPORTS_TO_KNOW`] reports: an RTP stack's first reports come sooner than the rest
+    /// (RFC 3550 halves the first interval; GStreamer's first two came within a second, then
+    /// 5 s apart).
     pub fn report_every(&self) -> Option<Duration> {
         (self.reports.load(Ordering::Relaxed) >= REPORTS_TO_KNOW)
             .then(|| Duration::from_millis(self.gap_ms.load(Ordering::Relaxed)))
