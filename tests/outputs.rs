@@ -1,6 +1,7 @@
 //! RTMP, RTMPS and recording outputs against real servers started by the tests: nginx with the
 //! RTMP module (fixture in tests/fixtures), stunnel in front of it for RTMPS, a tmpfs that fills
-//! up. The stream key must appear nowhere in what the process prints.
+//! up; a WHIP server on aiortc (tests/fixtures/whip-server.py) behind TLS. The stream key and
+//! the bearer token must appear nowhere in what the process prints.
 
 mod support;
 
@@ -29,6 +30,20 @@ fn h264_720p_and_aac(streams: &[StreamInfo]) -> bool {
         && streams.iter().any(|s| s.codec == "aac")
 }
 
+/// A self-signed certificate for localhost and its key, made by openssl in `dir`.
+fn self_signed(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl makes a certificate");
+    assert!(made.status.success());
+    (cert, key)
+}
+
 /// Done-when 1 and 6: RTMP into nginx; ffprobe reads H.264 at the right size and AAC back.
 #[test]
 fn rtmp_into_nginx() {
@@ -55,15 +70,7 @@ fn rtmps_through_stunnel() {
     let port = free_tcp_port();
     let tls_port = free_tcp_port();
     let _nginx = nginx_rtmp(&dir, port, "nginx");
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let made = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl makes a certificate");
-    assert!(made.status.success());
+    let (cert, key) = self_signed(&dir);
     let conf = dir.join("stunnel.conf");
     std::fs::write(
         &conf,
@@ -269,4 +276,80 @@ fn full_disk_stops_the_recording_not_the_stream() {
     assert!(failed["reason"].as_str().unwrap_or("").starts_with("disk full: "), "{failed}");
     let frames = decodable_frames(&srt_file);
     assert!(frames >= 324, "SRT receiver decoded {frames} of ~360 frames while the disk was full");
+}
+
+const TOKEN: &str = "whip-bearer-5f3a9c0e7d214b68";
+/// The repository's root.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// The WHIP server of tests/fixtures (aiortc, over HTTPS with `cert`), on `port`.
+fn whip_server(dir: &Path, port: u16, cert: &Path, key: &Path, name: &str) -> Proc {
+    let env = Command::new("scripts/whip-server-env").current_dir(ROOT).output();
+    let python = env.ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let python = python.expect("scripts/whip-server-env makes the WHIP server's Python environment (aiortc from PyPI)");
+    let mut cmd = Command::new(python);
+    cmd.arg(format!("{ROOT}/tests/fixtures/whip-server.py")).arg(port.to_string()).arg(TOKEN).arg(cert).arg(key);
+    let p = Proc::spawn(cmd, dir, name);
+    let up = wait_for(Duration::from_secs(20), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    assert!(up.is_some(), "the WHIP server did not start; see {}", dir.join(format!("{name}.stderr")).display());
+    p
+}
+
+/// What the WHIP server decoded so far.
+fn whip_stats(port: u16) -> serde_json::Value {
+    let out =
+        Command::new("curl").args(["-sk", "--max-time", "3"]).arg(format!("https://127.0.0.1:{port}/stats")).output();
+    out.ok().and_then(|o| serde_json::from_slice(&o.stdout).ok()).unwrap_or_default()
+}
+
+fn decoded(port: u16, frames: u64, sounds: u64) -> bool {
+    let s = whip_stats(port);
+    s["video_frames"].as_u64().unwrap_or(0) >= frames
+        && s["audio_frames"].as_u64().unwrap_or(0) >= sounds
+        && s["width"] == 1280
+        && s["height"] == 720
+}
+
+/// Issue 59: the WHIP output publishes over HTTPS with a bearer token to an independent server
+/// (aiortc), which decodes H.264 720p and Opus; the server killed and started again, the output
+/// reconnects by itself; a wrong token is told in words; the token is printed nowhere.
+#[test]
+fn whip_into_an_independent_server_and_back_after_it_restarts() {
+    let _serial = serial();
+    let dir = scratch("whip");
+    let port = free_tcp_port();
+    let (cert, key) = self_signed(&dir);
+    let server = whip_server(&dir, port, &cert, &key, "whip1");
+    let url = format!("https://127.0.0.1:{port}/whip?token={TOKEN}&tls_verify=0");
+    let wrong = format!("https://127.0.0.1:{port}/whip?token=not-the-token&tls_verify=0");
+    let mut enc = encoder(&dir, "encoder", &[&url, &wrong], &["--duration", "45s"]);
+    let first = wait_for(Duration::from_secs(20), || decoded(port, 90, 100));
+    assert!(first.is_some(), "the server decoded too little: {}", whip_stats(port));
+    eprintln!("WHIP: 90 frames and 100 sound frames decoded {first:?} after the start: {}", whip_stats(port));
+    server.signal("KILL");
+    drop(server);
+    std::thread::sleep(Duration::from_secs(3));
+    let _server = whip_server(&dir, port, &cert, &key, "whip2");
+    let back = wait_for(Duration::from_secs(30), || decoded(port, 60, 60));
+    assert!(back.is_some(), "no picture after the server came back: {}", whip_stats(port));
+    eprintln!("WHIP: decoded again {back:?} after the server came back");
+    assert!(enc.wait_timeout(Duration::from_secs(60)).expect("encoder ends").success());
+    let s = summary(&dir.join("encoder.stdout"));
+    let whip = &s["outputs"][0];
+    assert_eq!(whip["kind"], "whip", "{s}");
+    assert_eq!(
+        whip["url"],
+        format!("https://127.0.0.1:{port}/whip?tls_verify=0&token=****").replace("?tls_verify=0&", "?"),
+        "{whip}"
+    );
+    assert!(whip["reconnects"].as_u64().unwrap_or(0) >= 1, "{whip}");
+    assert!(whip["bytes_written"].as_u64().unwrap_or(0) > 1_000_000, "{whip}");
+    let refused = &s["outputs"][1];
+    assert!(refused["reason"].as_str().unwrap_or_default().contains("refused the bearer token (401)"), "{refused}");
+    let ended = whip_stats(port);
+    assert_eq!(ended["deletes"], 1, "the encoder ended its session with a DELETE: {ended}");
+    for ext in ["stdout", "stderr"] {
+        let text = std::fs::read_to_string(dir.join(format!("encoder.{ext}"))).unwrap_or_default();
+        assert!(!text.contains(TOKEN), "the bearer token appeared in encoder.{ext}");
+    }
 }

@@ -83,10 +83,21 @@ function parseUrl(url) {
 }
 const OUT_KINDS = [
   ['srt-caller', 'SRT, calling a receiver'], ['srt-listener', 'SRT, waiting for callers'], ['srt-rendezvous', 'SRT rendezvous'],
-  ['srt-bond', 'SRT bonded over several uplinks'], ['rtmp', 'RTMP or RTMPS (a platform)'], ['file', 'Recording to a file'],
+  ['srt-bond', 'SRT bonded over several uplinks'], ['rtmp', 'RTMP or RTMPS (a platform)'],
+  ['whip', 'WHIP (WebRTC, to a service that takes it)'], ['file', 'Recording to a file'],
 ];
+const isWhip = (url) => /^(https?|whip):\/\//.test(url || '');
+// A WHIP URL's endpoint (without token=) and whether it had a token.
+function whipParts(url) {
+  const [head, query = ''] = url.split('?');
+  const q = query.split('&').filter(Boolean);
+  const token = q.find((p) => p.startsWith('token='));
+  const rest = q.filter((p) => !p.startsWith('token='));
+  return { endpoint: rest.length ? `${head}?${rest.join('&')}` : head, token: token ? token.slice(6) : '' };
+}
 function kindOf(url) {
   if (url.startsWith('rtmp')) return 'rtmp';
+  if (isWhip(url)) return 'whip';
   if (url.startsWith('file:')) return 'file';
   const u = parseUrl(url);
   if (!u) return 'srt-caller';
@@ -118,6 +129,8 @@ function urlForm(prefix, url, io) {
   const [sidL, sid] = input('streamid', 'Stream id', 'Optional: what the receiver expects (streamid=).');
   const [serverL, server] = input('server', 'Server', 'rtmp://HOST/APP or rtmps://HOST/APP.');
   const [keyL, key] = input('key', 'Stream key', 'From the platform; kept secret.', { type: 'password', autocomplete: 'off' });
+  const [endL, endpoint] = input('endpoint', 'WHIP endpoint', 'https://HOST/PATH, as the service gives it (whip:// or http:// for a server without TLS).', { inputmode: 'url' });
+  const [tokL, token] = input('token', 'Bearer token', 'From the service, if it gives one; kept secret.', { type: 'password', autocomplete: 'off' });
   const [pathL, path] = input('path', 'File', '/DIR/NAME.ts; %Y%m%d-%H%M%S in the name stamps each recording.');
   const upl = el('fieldset', { class: 'uplinks', 'data-part': 'uplinks' }, el('legend', {}, 'Uplinks'));
   const bond = (u.params.get('bond') || '').split(',').filter(Boolean);
@@ -142,6 +155,12 @@ function urlForm(prefix, url, io) {
     if (url.slice(i + 1) !== '****') key.value = url.slice(i + 1);
   }
   if (url && url.startsWith('file:')) path.value = url.slice(5);
+  if (isWhip(url)) {
+    const w = whipParts(url);
+    endpoint.value = w.endpoint;
+    token.placeholder = w.token === '****' ? 'unchanged (set)' : '';
+    if (w.token !== '****') token.value = w.token;
+  }
   const shown = el('input', { readonly: '', 'data-part': 'url', id: `${prefix}-url`, 'aria-label': 'The URL' });
   const urlL = el('label', { for: shown.id, class: 'url-shown' }, 'URL (to copy)', shown);
   const extra = [...u.params].filter(([k]) => !SRT_OWN.includes(k));
@@ -150,6 +169,11 @@ function urlForm(prefix, url, io) {
     const k = kindSel.value;
     if (k === 'rtmp') return `${server.value.trim().replace(/\/$/, '')}/${key.value.trim() || (key.placeholder ? '****' : '')}`;
     if (k === 'file') return `file:${path.value.trim()}`;
+    if (k === 'whip') {
+      const t = token.value.trim() || (token.placeholder ? '****' : '');
+      const e = endpoint.value.trim();
+      return t ? `${e}${e.includes('?') ? '&' : '?'}token=${t}` : e;
+    }
     const q = new URLSearchParams();
     const mode = k === 'srt-bond' ? 'caller' : k.slice(4);
     if (mode !== 'caller') q.set('mode', mode);
@@ -171,14 +195,15 @@ function urlForm(prefix, url, io) {
     for (const l of [portL, latL, ppL, sidL]) l.hidden = !srt;
     upl.hidden = k !== 'srt-bond';
     serverL.hidden = keyL.hidden = k !== 'rtmp';
+    endL.hidden = tokL.hidden = k !== 'whip';
     pathL.hidden = k !== 'file';
     // The URL shown never carries a secret typed here.
-    shown.value = box.url().replace(/(passphrase=)[^&]*/, '$1****').replace(/^(rtmps?:\/\/.*\/)[^/]+$/, '$1****');
+    shown.value = box.url().replace(/(passphrase=|token=)[^&]*/, '$1****').replace(/^(rtmps?:\/\/.*\/)[^/]+$/, '$1****');
   };
   box.addEventListener('input', layout);
   box.addEventListener('change', layout);
   const kindL = el('label', { for: kindSel.id }, 'Kind', kindSel);
-  box.append(kindL, hostL, portL, latL, ppL, sidL, upl, serverL, keyL, pathL, urlL,
+  box.append(kindL, hostL, portL, latL, ppL, sidL, upl, serverL, keyL, endL, tokL, pathL, urlL,
     el('p', { class: 'error', 'data-field': io === 'input' ? prefix : `${prefix}.url`, id: `err-${prefix}-url` }));
   layout();
   return box;

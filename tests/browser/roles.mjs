@@ -92,12 +92,14 @@ async function panel(browser, box, label, viewport, fresh) {
 
 const errorUnder = (page, field) => page.$eval(`.error[data-field="${field}"]`, (e) => e.textContent);
 const invalid = (page, field) => page.$eval(`[data-path="${field}"]`, (e) => e.getAttribute('aria-invalid'));
+const WHIP_TOKEN = 'whip-token-7c1e55d0a9b3';
 const cardOf = (page, name) => page.locator(`#outputs-list li[data-name="${name}"]`);
 
 async function journey(browser, label, viewport) {
   const rtmp = await nginxRtmp();
   const srtPort = await freePort();
   const bondPort = await freePort();
+  const whipPort = await freePort(); // nothing listens: the WHIP output retries, in words
   const dec = await startBox(bin, 'studio', { children, logs, role: 'decoder', extra: `[decoder]\ninput = "srt://:${srtPort}?mode=listener&latency=200"\n` });
   const enc = await startBox(bin, 'field', {
     children,
@@ -105,7 +107,8 @@ async function journey(browser, label, viewport) {
     role: 'encoder',
     extra: `[[outputs]]\nurl = "srt://127.0.0.1:${srtPort}"\nname = "studio"\n`
       + `[[outputs]]\nurl = "rtmp://127.0.0.1:${rtmp}/live/stream"\nname = "platform"\n`
-      + `[[outputs]]\nurl = "srt://127.0.0.1:${bondPort}?bond=lo,nosuch9"\nname = "bonded"\n`,
+      + `[[outputs]]\nurl = "srt://127.0.0.1:${bondPort}?bond=lo,nosuch9"\nname = "bonded"\n`
+      + `[[outputs]]\nurl = "https://127.0.0.1:${whipPort}/whip/live?room=7&token=${WHIP_TOKEN}"\nname = "cloud"\n`,
   });
   const pe = await panel(browser, enc, label, viewport, true);
   const pd = await panel(browser, dec, label, viewport, true);
@@ -151,11 +154,22 @@ async function journey(browser, label, viewport) {
     && await pe.$eval('#outputs\\[1\\]-kind', (s) => s.value) === 'rtmp'
     && await pe.$eval('#outputs\\[2\\]-kind', (s) => s.value) === 'srt-bond',
   `${label}: each output is a form: SRT caller to 127.0.0.1, RTMP, bonded SRT`);
+  // The WHIP output: its endpoint as a field, its token never sent to the page.
+  const whipForm = await pe.evaluate(() => ({
+    kind: document.querySelector('#outputs\\[3\\]-kind').value,
+    endpoint: document.querySelector('#outputs\\[3\\]-endpoint').value,
+    token: document.querySelector('#outputs\\[3\\]-token').placeholder,
+    url: document.querySelector('#outputs\\[3\\]-url').value,
+  }));
+  check(whipForm.kind === 'whip' && /^https:\/\/127\.0\.0\.1:\d+\/whip\/live\?room=7$/.test(whipForm.endpoint)
+    && whipForm.token === 'unchanged (set)' && whipForm.url.endsWith('?room=7&token=****')
+    && !(await pe.content()).includes(WHIP_TOKEN),
+  `${label}: the WHIP output is a form: its endpoint ${whipForm.endpoint}, its token "${whipForm.token}", nowhere in the page`);
   const uplinks = await pe.$$eval('[data-output="2"] .uplinks input', (i) => i.map((x) => `${x.value}${x.checked ? '+' : ''}`));
   check(uplinks.includes('lo+') && uplinks.includes('nosuch9+'), `${label}: the bonded output's uplinks, picked from the box's interfaces: ${uplinks.join(', ')}`);
   await pe.click('#settings-form button[type=submit]');
   await pe.waitForSelector('#settings-saved:not([hidden])');
-  check(true, `${label}: the corrected settings are saved`);
+  check(readFileSync(enc.config, 'utf8').includes(`room=7&token=${WHIP_TOKEN}"`), `${label}: the corrected settings are saved, the WHIP token kept`);
   await pe.shot('3d-saved');
 
   // Live: a card for each output; the missing uplink named on its output.
@@ -165,7 +179,8 @@ async function journey(browser, label, viewport) {
   await cardOf(pe, 'platform').locator('.badge:text("Live")').waitFor({ timeout: 20000 });
   await cardOf(pe, 'studio').locator('.badge:text("Live")').waitFor({ timeout: 20000 });
   await cardOf(pe, 'bonded').locator('text=uplink nosuch9: no such network interface').first().waitFor({ timeout: 10000 });
-  check(true, `${label}: the encoder lists each output; "bonded" says "uplink nosuch9: no such network interface"`);
+  await cardOf(pe, 'cloud').locator(`text=cannot reach 127.0.0.1:${whipPort}`).first().waitFor({ timeout: 10000 });
+  check(true, `${label}: the encoder lists each output; "bonded" says "uplink nosuch9: no such network interface", "cloud" (WHIP) "cannot reach 127.0.0.1:${whipPort}"`);
   const studio = await cardOf(pe, 'studio').textContent();
   check(/Mbit\/s sent · RTT \d+ ms · loss [\d.]+ % · \d+ retransmitted/.test(studio) && / since \d\d:\d\d:\d\d/.test(studio),
     `${label}: the SRT output's card: ${studio.replace(/\s+/g, ' ').trim()}`);

@@ -20,6 +20,7 @@ mod talkback;
 mod uplink;
 mod valid;
 mod validate;
+mod whip_url;
 
 pub use file::{load, parse, save_atomic, write_secret_file, LoadError, DEFAULT_PATH};
 pub use host::check_host;
@@ -38,6 +39,7 @@ pub use valid::{
     is_box_name, BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig, GPIO_LEDS,
 };
 pub use validate::{meet_slot, FieldError, MeetHello, MeetToken, RelaySpec, ValidationErrors, MEET_SLOT_SECS};
+pub use whip_url::WhipUrl;
 
 /// The example configuration shipped in the repository; it equals [`Config::default`].
 pub const EXAMPLE_TOML: &str = include_str!("../telebridge.example.toml");

@@ -315,7 +315,7 @@ impl Config {
     pub fn with_secrets_from(mut self, running: &Config) -> Config {
         for o in &mut self.outputs {
             if o.url.contains(HIDDEN) {
-                if let Some(old) = running.outputs.iter().find(|r| r.redacted_url() == o.url) {
+                if let Some(old) = running.outputs.iter().find(|r| same_but_order(&r.redacted_url(), &o.url)) {
                     o.url = old.url.clone();
                 }
             }
@@ -336,6 +336,18 @@ impl Config {
         }
         self
     }
+}
+
+/// Whether two URLs are the same but for the order of their query's parameters (a form may
+/// write them back in its own order).
+fn same_but_order(a: &str, b: &str) -> bool {
+    let parts = |u: &str| {
+        let (head, query) = u.split_once('?').unwrap_or((u, ""));
+        let mut q: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
+        q.sort_unstable();
+        (head.to_string(), q.join("&"))
+    };
+    parts(a) == parts(b)
 }
 
 /// Status LEDs and the go-live button: roles mapped to BCM GPIO numbers (-1 = not fitted).

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use crate::Secret;
 
+/// The longest WHIP bearer token taken (cloud services issue JWTs of a few hundred characters).
+pub const WHIP_TOKEN_MAX: usize = 2048;
+
 /// An RTMP or RTMPS destination. `Display` and `Debug` show the stream key as `****`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RtmpUrl {
@@ -49,6 +52,17 @@ pub enum OutputUrlError {
     /// An option this product does not know.
     #[error("unknown option {0:?}; known: segment")]
     UnknownOption(String),
+    /// A value out of what is allowed: what was written, what is allowed.
+    #[error("{0} is not allowed: {1}")]
+    BadOption(String, &'static str),
+    /// A WHIP bearer token that cannot be sent (its length only: it is a secret).
+    #[error("token= has {0} characters; a bearer token is 1-{max} visible ASCII characters (no spaces)", max = WHIP_TOKEN_MAX)]
+    BadToken(usize),
+    /// `token=****`: a hidden token that matched no output's.
+    #[error(
+        "token=**** stands for a token already saved, but this URL matches no saved output's: type the token again"
+    )]
+    HiddenToken,
 }
 
 impl RtmpUrl {
@@ -62,27 +76,7 @@ impl RtmpUrl {
         let scheme = if secure { "rtmps" } else { "rtmp" };
         let (authority, path) =
             rest.split_once('/').ok_or_else(|| OutputUrlError::NoAppOrKey(format!("{scheme}://{rest}")))?;
-        let default_port = if secure { 443 } else { 1935 };
-        let bracketed = authority.starts_with('[');
-        let (host, port) = match authority.strip_prefix('[').and_then(|r| r.split_once(']')) {
-            Some((h, "")) => (h, default_port),
-            Some((h, after)) => {
-                let p = after.strip_prefix(':').unwrap_or(after);
-                (h, p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| OutputUrlError::BadPort(p.to_string()))?)
-            }
-            None if authority.matches(':').count() > 1 => (authority, default_port),
-            None => match authority.rsplit_once(':') {
-                Some((h, p)) => (
-                    h,
-                    p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| OutputUrlError::BadPort(p.to_string()))?,
-                ),
-                None => (authority, default_port),
-            },
-        };
-        if host.is_empty() {
-            return Err(OutputUrlError::NoHost(format!("{scheme}://")));
-        }
-        crate::check_host(scheme, host, bracketed).map_err(OutputUrlError::BadHost)?;
+        let (host, port) = authority_parts(scheme, authority, if secure { 443 } else { 1935 })?;
         let (app, key) =
             path.split_once('/').ok_or_else(|| OutputUrlError::NoAppOrKey(format!("{scheme}://{authority}/{path}")))?;
         // `tls_verify=0` is ours; anything else after '?' belongs to the key (Twitch's
@@ -112,7 +106,7 @@ impl RtmpUrl {
         if app.is_empty() || key.is_empty() {
             return Err(OutputUrlError::NoAppOrKey(format!("{scheme}://{authority}/{app}/")));
         }
-        Ok(Self { secure, host: host.to_string(), port, app: app.to_string(), key: Secret::new(key), tls_verify })
+        Ok(Self { secure, host, port, app: app.to_string(), key: Secret::new(key), tls_verify })
     }
 
     /// `rtmp://host:port/app/****`.
@@ -134,8 +128,37 @@ impl fmt::Debug for RtmpUrl {
     }
 }
 
-/// Hides what follows the application in an rtmp URL (for errors about malformed ones).
+/// The host and port of `authority` (`HOST`, `HOST:PORT`, `[IPV6]:PORT`), checked.
+pub(crate) fn authority_parts(
+    scheme: &str,
+    authority: &str,
+    default_port: u16,
+) -> Result<(String, u16), OutputUrlError> {
+    let port = |p: &str| p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| OutputUrlError::BadPort(p.to_string()));
+    let bracketed = authority.starts_with('[');
+    let (host, port) = match authority.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        Some((h, "")) => (h, default_port),
+        Some((h, after)) => (h, port(after.strip_prefix(':').unwrap_or(after))?),
+        None if authority.matches(':').count() > 1 => (authority, default_port),
+        None => match authority.rsplit_once(':') {
+            Some((h, p)) => (h, port(p)?),
+            None => (authority, default_port),
+        },
+    };
+    if host.is_empty() {
+        return Err(OutputUrlError::NoHost(format!("{scheme}://")));
+    }
+    crate::check_host(scheme, host, bracketed).map_err(OutputUrlError::BadHost)?;
+    Ok((host.to_string(), port))
+}
+
+/// Hides what follows the application in an rtmp URL (for errors about malformed ones). A
+/// WHIP URL (`https`, `http`, `whip`) keeps its path: its secret is its `token=` (see
+/// [`crate::srt_url::redact_query`]).
 pub fn redact(input: &str) -> String {
+    if ["whip://", "http://", "https://"].iter().any(|s| input.starts_with(s)) {
+        return input.to_string();
+    }
     let Some(i) = input.find("://") else { return input.to_string() };
     let after = &input[i + 3..];
     match after.split_once('/').and_then(|(a, p)| p.split_once('/').map(|(app, _)| (a, app))) {

@@ -37,7 +37,7 @@ impl fmt::Display for Secret {
     }
 }
 
-/// Replaces the value of any `passphrase=` in a URI-like string with `****`, for error messages.
+/// Replaces the value of any `passphrase=` (SRT) or `token=` (WHIP) in a URI-like string with `****`, for error messages.
 pub fn redact_query(input: &str) -> String {
     let Some((head, query)) = input.split_once('?') else {
         return input.to_string();
@@ -45,7 +45,9 @@ pub fn redact_query(input: &str) -> String {
     let parts: Vec<String> = query
         .split('&')
         .map(|p| match p.split_once('=') {
-            Some((k, _)) if k.eq_ignore_ascii_case("passphrase") => format!("{k}=****"),
+            Some((k, _)) if k.eq_ignore_ascii_case("passphrase") || k.eq_ignore_ascii_case("token") => {
+                format!("{k}=****")
+            }
             _ => p.to_string(),
         })
         .collect();

@@ -6,7 +6,7 @@ use std::time::Duration;
 pub use crate::bridge::BridgeSettings;
 use crate::{
     AudioCodec, AudioOut, AudioSource, BitrateMode, Config, DecoderSink, EncoderPreference, FileSpec, RtmpUrl, SrtUrl,
-    VideoSource,
+    VideoSource, WhipUrl,
 };
 
 /// Where one output sends the stream.
@@ -18,6 +18,8 @@ pub enum OutputSpec {
     Rtmp(RtmpUrl),
     /// MPEG-TS segments on local storage.
     File(FileSpec),
+    /// WebRTC to a WHIP server: the H.264 as it is, the sound as Opus.
+    Whip(WhipUrl),
 }
 
 impl OutputSpec {
@@ -27,6 +29,7 @@ impl OutputSpec {
             OutputSpec::Srt(u) => u.label(),
             OutputSpec::Rtmp(u) => u.label(),
             OutputSpec::File(f) => f.label(),
+            OutputSpec::Whip(u) => u.label(),
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::srt_url::redact_query;
 use crate::valid::{BridgeSettings, GpioBackend, GpioPins, OutputSpec, Picture, Role, ValidConfig};
 use crate::{
     AudioCodec, AudioOut, AudioSource, BitrateMode, Config, DecoderSink, EncoderPreference, FileSpec, RtmpUrl, SrtMode,
-    SrtUrl, VideoSource,
+    SrtUrl, VideoSource, WhipUrl,
 };
 
 /// One problem: the field, the value found and what is allowed.
@@ -234,6 +234,11 @@ impl Config {
                     Ok(u) => outputs.push((name_for(&o.name, u.label(), &outputs), OutputSpec::Rtmp(u))),
                     Err(e) => p.add(&field, e.to_string()),
                 }
+            } else if WhipUrl::is_whip(&o.url) {
+                match WhipUrl::parse(&o.url) {
+                    Ok(u) => outputs.push((name_for(&o.name, u.label(), &outputs), OutputSpec::Whip(u))),
+                    Err(e) => p.add(&field, e.to_string()),
+                }
             } else if o.url.starts_with("file:") {
                 match FileSpec::parse(&o.url) {
                     Ok(f) => outputs.push((name_for(&o.name, f.label(), &outputs), OutputSpec::File(f))),
@@ -243,7 +248,7 @@ impl Config {
                 p.add(
                     &field,
                     format!(
-                        "{:?} is not a supported output; write srt://HOST:PORT, srt://:PORT?mode=listener, rtmp://HOST/APP/KEY, rtmps://... or file:/DIR/NAME.ts",
+                        "{:?} is not a supported output; write srt://HOST:PORT, srt://:PORT?mode=listener, rtmp://HOST/APP/KEY, rtmps://..., https://WHIP-ENDPOINT?token=TOKEN (WHIP) or file:/DIR/NAME.ts",
                         crate::output_url::redact(&redact_query(&o.url))
                     ),
                 );
@@ -623,6 +628,14 @@ mod api_tests {
         assert_eq!(merged.outputs[1].url, "rtmp://live.example/app/NEWKEY");
         assert!(merged.outputs[0].url.contains(HIDDEN), "a hidden secret must not move to another host");
         assert!(merged.validate().is_err(), "an unmatched **** is rejected by validation, not sent");
+        // WHIP: the token comes back from the panel after the other parameters.
+        let mut with_whip = running.clone();
+        with_whip.outputs.push(OutputConfig::new("https://whip.example/w?token=tok-123456&room=7"));
+        let mut back = with_whip.redacted();
+        assert_eq!(back.outputs.last().unwrap().url, "https://whip.example/w?token=****&room=7");
+        back.outputs.last_mut().unwrap().url = format!("https://whip.example/w?room=7&token={HIDDEN}");
+        let merged = back.with_secrets_from(&with_whip);
+        assert_eq!(merged.outputs.last().unwrap().url, "https://whip.example/w?token=tok-123456&room=7");
         // The decoder's input: a new port with the passphrase hidden is not matched either.
         let mut back = running.redacted();
         back.decoder.input = format!("srt://:19851?mode=listener&passphrase={HIDDEN}");

@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use telebridge_appliance::outputs::{start_any, start_without_gstreamer, OutputStarter};
+use telebridge_appliance::outputs::{needs_gstreamer, start_any, start_without_gstreamer, OutputStarter};
 use telebridge_config::{Config, OutputSpec};
 
 use crate::args::{Cli, Command, RelayArgs, StatsFormat};
@@ -23,8 +23,8 @@ pub(crate) fn relay(args: RelayArgs) -> ExitCode {
         return crate::meet_cmd::meet(ports);
     }
     let Some((input, outputs)) = parse(&args) else { return ExitCode::from(2) };
-    let rtmp = outputs.iter().any(|(_, spec)| matches!(spec, OutputSpec::Rtmp(_)));
-    if !rtmp && std::env::var_os("TELEBRIDGE_RELAY_IN_PROCESS").is_none() {
+    let gstreamer = outputs.iter().any(|(_, spec)| needs_gstreamer(spec));
+    if !gstreamer && std::env::var_os("TELEBRIDGE_RELAY_IN_PROCESS").is_none() {
         if let Some(lean) = std::env::current_exe().ok().and_then(|p| Some(p.parent()?.join(LEAN_BINARY))) {
             if lean.is_file() {
                 use std::os::unix::process::CommandExt;

@@ -1,10 +1,10 @@
-//! Any output (SRT, RTMP, recording) behind one trait over bytes: the encoder's fan-out and the
+//! Any output (SRT, RTMP, WHIP, recording) behind one trait over bytes: the encoder's fan-out and the
 //! relay's input hand every output the same TS bytes, and start and stop them the same way.
 
 use std::sync::Arc;
 
 use telebridge_config::{OutputSpec, SrtUrl};
-use telebridge_outputs::{Recording, RtmpOutput};
+use telebridge_outputs::{Recording, RtmpOutput, WhipOutput};
 use telebridge_srt::{OutputStatus, SrtOutput};
 
 use crate::AppError;
@@ -62,6 +62,18 @@ impl Output for RtmpOutput {
     }
 }
 
+impl Output for WhipOutput {
+    fn send(&self, data: &[u8]) {
+        WhipOutput::send(self, data)
+    }
+    fn status(&self) -> tokio::sync::watch::Receiver<OutputStatus> {
+        WhipOutput::status(self)
+    }
+    fn stop(self: Box<Self>) {
+        WhipOutput::stop(*self)
+    }
+}
+
 impl Output for Recording {
     fn send(&self, data: &[u8]) {
         Recording::send(self, data)
@@ -86,6 +98,7 @@ pub fn start(
         OutputSpec::Srt(url) => start_srt(name, url, keyframe)?,
         OutputSpec::Rtmp(url) => Box::new(RtmpOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe)),
         OutputSpec::File(f) => Box::new(Recording::start(name.to_string(), f.clone())),
+        OutputSpec::Whip(url) => Box::new(WhipOutput::start(name.to_string(), url.clone(), queue_bytes, keyframe)),
     })
 }
 
@@ -165,9 +178,9 @@ impl Output for BondedSrt {
     }
 }
 
-/// Whether the output runs a GStreamer pipeline: RTMP does; SRT and recording do not.
+/// Whether the output runs a GStreamer pipeline: RTMP and WHIP do; SRT and recording do not.
 pub fn needs_gstreamer(spec: &OutputSpec) -> bool {
-    matches!(spec, OutputSpec::Rtmp(_))
+    matches!(spec, OutputSpec::Rtmp(_) | OutputSpec::Whip(_))
 }
 
 /// Starts a relay output of any kind; GStreamer is started for RTMP.
@@ -181,13 +194,16 @@ pub fn start_any(name: &str, spec: &OutputSpec, queue_bytes: u64) -> Result<Box<
 }
 
 /// Starts an SRT output or a recording, which need no GStreamer: a relay built from this alone
-/// links neither GStreamer nor GLib (`telebridge-relay`). RTMP is refused.
+/// links neither GStreamer nor GLib (`telebridge-relay`). RTMP and WHIP are refused.
 pub fn start_without_gstreamer(name: &str, spec: &OutputSpec, _queue_bytes: u64) -> Result<Box<dyn Output>, AppError> {
     match spec {
         OutputSpec::Srt(url) => start_srt(name, url, Arc::new(|| {})),
         OutputSpec::File(f) => Ok(Box::new(Recording::start(name.to_string(), f.clone()))),
         OutputSpec::Rtmp(_) => {
             Err(AppError::BadInput(format!("output {name}: RTMP needs GStreamer; run it with `telebridge relay`")))
+        }
+        OutputSpec::Whip(_) => {
+            Err(AppError::BadInput(format!("output {name}: WHIP needs GStreamer; run it with `telebridge relay`")))
         }
     }
 }

@@ -7,6 +7,7 @@
 //! until it ends, is ended, or stops answering.
 
 pub mod offer;
+mod publish;
 mod viewer;
 
 use std::collections::BTreeMap;
@@ -22,6 +23,7 @@ use telebridge_contract::monitor::{
 use telebridge_sync::Locked;
 use tracing::{info, warn};
 
+pub use publish::Publisher;
 pub use viewer::Viewer;
 
 use crate::encoder_pipeline::{TsConsumerId, TsFanout};

@@ -68,8 +68,34 @@ fn offered(sdp: &gst_sdp::SDPMessageRef) -> Vec<Offered> {
     out
 }
 
-/// A promise kept within `wait`: its reply.
-fn kept(promise: &gst::Promise, what: &str) -> Result<Option<gst::Structure>, MediaError> {
+/// The local description once every ICE candidate is in it (no trickle: a WHEP or WHIP peer
+/// gets them all in one SDP), as text.
+pub(super) fn described(webrtc: &gst::Element) -> Result<String, MediaError> {
+    let until = Instant::now() + GATHER_WAIT;
+    while webrtc.property::<WebRTCICEGatheringState>("ice-gathering-state") != WebRTCICEGatheringState::Complete {
+        if Instant::now() > until {
+            return Err(MediaError::Gst("no ICE candidates gathered within 3 s".into()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let local = webrtc.property::<WebRTCSessionDescription>("local-description");
+    local.sdp().as_text().map_err(|e| MediaError::Gst(e.to_string()))
+}
+
+/// Calls `heard` for each RTCP packet the peer sends (its reports, every second or so).
+pub(super) fn on_rtcp(webrtc: &gst::Element, heard: impl Fn() + Send + Sync + 'static) {
+    let Some(rtpbin) = webrtc.downcast_ref::<gst::Bin>().and_then(|b| b.by_name("rtpbin")) else { return };
+    let Some(session) = rtpbin.emit_by_name::<Option<gst::glib::Object>>("get-internal-session", &[&0u32]) else {
+        return;
+    };
+    session.connect("on-receiving-rtcp", false, move |_| {
+        heard();
+        None
+    });
+}
+
+/// A promise kept: its reply.
+pub(super) fn kept(promise: &gst::Promise, what: &str) -> Result<Option<gst::Structure>, MediaError> {
     match promise.wait() {
         gst::PromiseResult::Replied => Ok(promise.get_reply().map(|r| r.to_owned())),
         other => Err(MediaError::Gst(format!("webrtcbin: {what}: {other:?}"))),
@@ -84,7 +110,7 @@ impl Viewer {
         let sdp = gst_sdp::SDPMessage::parse_buffer(offer.as_bytes())
             .map_err(|_| MediaError::Offer("the offer is not SDP".into()))?;
         let chosen = choose(&offered(&sdp)).map_err(MediaError::Offer)?;
-        let (pipeline, webrtc, appsrc) = build(&chosen)?;
+        let (pipeline, webrtc, appsrc) = build("viewer", &chosen)?;
         if let Some(address) = address {
             let ice = webrtc.property::<gst_webrtc::WebRTCICE>("ice-agent");
             ice.emit_add_local_ip_address(&address.to_string());
@@ -121,36 +147,21 @@ impl Viewer {
         let promise = gst::Promise::new();
         self.webrtc.emit_by_name::<()>("set-local-description", &[&answer, &promise]);
         kept(&promise, "the answer set")?;
-        let until = Instant::now() + GATHER_WAIT;
-        while self.webrtc.property::<WebRTCICEGatheringState>("ice-gathering-state")
-            != WebRTCICEGatheringState::Complete
-        {
-            if Instant::now() > until {
-                return Err(MediaError::Gst("no ICE candidates gathered within 3 s".into()));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let local = self.webrtc.property::<WebRTCSessionDescription>("local-description");
-        local.sdp().as_text().map_err(|e| MediaError::Gst(e.to_string()))
+        described(&self.webrtc)
     }
 
     /// Counts the browser's RTCP (its receiver reports, every second or so): a viewer that
     /// sends none is gone.
     fn listen_for_rtcp(&self) {
-        let Some(rtpbin) = self.webrtc.downcast_ref::<gst::Bin>().and_then(|b| b.by_name("rtpbin")) else { return };
-        let Some(session) = rtpbin.emit_by_name::<Option<gst::glib::Object>>("get-internal-session", &[&0u32]) else {
-            return;
-        };
         let (heard, gap, started) = (self.heard_ms.clone(), self.gap_ms.clone(), self.started);
         let reports = self.reports.clone();
-        session.connect("on-receiving-rtcp", false, move |_| {
+        on_rtcp(&self.webrtc, move || {
             reports.fetch_add(1, Ordering::Relaxed);
             let now = started.elapsed().as_millis().max(1) as u64;
             let before = heard.swap(now, Ordering::Relaxed);
             if before > 0 {
                 gap.fetch_max(now.saturating_sub(before), Ordering::Relaxed);
             }
-            None
         });
     }
 
@@ -231,8 +242,10 @@ fn to_webrtc(webrtc: &gst::Element, chain: &[&gst::Element], caps: &gst::Caps) -
     Ok(())
 }
 
-fn build(chosen: &Chosen) -> Result<(gst::Pipeline, gst::Element, gst_app::AppSrc), MediaError> {
-    let pipeline = gst::Pipeline::with_name("viewer");
+/// The sending pipeline for `chosen`, named `name`: the feed's TS in, webrtcbin's sink pads
+/// linked (send only), not yet playing.
+pub(super) fn build(name: &str, chosen: &Chosen) -> Result<(gst::Pipeline, gst::Element, gst_app::AppSrc), MediaError> {
+    let pipeline = gst::Pipeline::with_name(name);
     // Nothing in it waits on the clock (the feed is sent as it comes), and rtpsession needs a
     // configured latency to time its sender reports.
     pipeline.set_latency(gst::ClockTime::ZERO);

@@ -40,9 +40,10 @@ FILES:${PN} += "${systemd_system_unitdir} ${nonarch_base_libdir}/udev/rules.d"
 # muxer and parsers (mpegtsmux, tsdemux, h264parse, aacparse), the decoder (v4l2h264dec or
 # avdec_h264), HDMI out (kmssink), the slate's words (textoverlay), the preview (jpegenc),
 # sound (alsasrc, alsasink, AAC) and its meters (level), RTMP (flvmux, rtmp2sink), the live
-# monitor (webrtcbin with libnice's ICE, DTLS and SRTP; rtph264pay, capssetter, opusenc,
-# rtpopuspay).
+# monitor and the WHIP output (webrtcbin with libnice's ICE, DTLS and SRTP; rtph264pay,
+# capssetter, opusenc, rtpopuspay); TLS for RTMPS and WHIP over https (glib-networking, GIO's).
 RDEPENDS:${PN} = " \
+    glib-networking \
     gstreamer1.0-libav \
     gstreamer1.0-plugins-bad-dtls \
     gstreamer1.0-plugins-bad-kms \
