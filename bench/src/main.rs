@@ -11,6 +11,7 @@ mod golive;
 mod idle;
 mod lipsync;
 mod monitor;
+mod monitor_glass;
 mod panel;
 mod plot;
 mod reader;

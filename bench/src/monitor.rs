@@ -3,19 +3,23 @@
 //! (GStreamer's own webrtcbin into fakesink, in this process, asking by WHEP as a browser does),
 //! so that the viewers' decoding on the same 2 cores does not count against the box. The
 //! daemon's CPU and resident memory at each count, what one viewer adds, and whether the encoder
-//! keeps its frame rate.
+//! keeps its frame rate. Then glass to viewer three ways (`monitor_glass`).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use std::sync::mpsc::Sender;
+
 use anyhow::Context;
 use gst::prelude::*;
 use gst_webrtc::prelude::*;
+use telebridge_media::decode_pipeline::sample_timecodes;
+use telebridge_media::timecode;
 
-/// One WHEP request: the SDP offer in, the status and the answer out.
-fn whep(port: u16, cookie: &str, offer: &str) -> anyhow::Result<(u16, String)> {
+/// One WHEP request: the SDP offer in, the status, the answer and the viewer's URL out.
+fn whep(port: u16, cookie: &str, offer: &str) -> anyhow::Result<(u16, String, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     let req = format!(
@@ -28,7 +32,25 @@ fn whep(port: u16, cookie: &str, offer: &str) -> anyhow::Result<(u16, String)> {
     s.read_to_string(&mut resp)?;
     let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
     let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    Ok((status, body.to_string()))
+    let location = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("location")).map(|(_, v)| v.trim()))
+        .unwrap_or_default();
+    Ok((status, body.to_string(), location.to_string()))
+}
+
+/// A viewer watching, and its WHEP resource to DELETE when done.
+pub(crate) struct Watching {
+    pipeline: gst::Pipeline,
+    location: String,
+}
+
+impl Watching {
+    /// Ends it as a browser does: the DELETE, then the pipeline.
+    pub(crate) fn end(self, port: u16, cookie: &str) {
+        crate::panel::http(port, "DELETE", &self.location, cookie, "");
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
 }
 
 fn wait(promise: &gst::Promise) -> anyhow::Result<gst::Structure> {
@@ -36,8 +58,9 @@ fn wait(promise: &gst::Promise) -> anyhow::Result<gst::Structure> {
     promise.get_reply().map(|r| r.to_owned()).context("an empty reply")
 }
 
-/// A viewer that receives the programme and throws it away, undecoded.
-fn viewer(port: u16, cookie: &str) -> anyhow::Result<gst::Pipeline> {
+/// A viewer that receives the programme and throws it away, undecoded; or, with `ages`, decodes
+/// the picture as it arrives and sends each frame's age (ms since capture, from its timecode).
+pub(crate) fn viewer(port: u16, cookie: &str, ages: Option<Sender<f64>>) -> anyhow::Result<Watching> {
     let pipeline = gst::Pipeline::new();
     let webrtc = gst::ElementFactory::make("webrtcbin").property_from_str("bundle-policy", "max-bundle").build()?;
     pipeline.add(&webrtc)?;
@@ -55,7 +78,13 @@ fn viewer(port: u16, cookie: &str) -> anyhow::Result<gst::Pipeline> {
     }
     let p = pipeline.clone();
     webrtc.connect_pad_added(move |_, pad| {
-        if let Ok(sink) = gst::ElementFactory::make("fakesink").property("sync", false).build() {
+        let video =
+            pad.current_caps().and_then(|c| c.structure(0)?.get::<String>("media").ok()).as_deref() == Some("video");
+        let chain = match &ages {
+            Some(ages) if video => decoding(ages.clone()),
+            _ => gst::ElementFactory::make("fakesink").property("sync", false).build().map_err(Into::into),
+        };
+        if let Ok(sink) = chain {
             let _ = p.add(&sink);
             let _ = sink.sync_state_with_parent();
             if let Some(s) = sink.static_pad("sink") {
@@ -68,14 +97,36 @@ fn viewer(port: u16, cookie: &str) -> anyhow::Result<gst::Pipeline> {
     webrtc.emit_by_name::<()>("create-offer", &[&None::<gst::Structure>, &promise]);
     let offer = wait(&promise)?.get::<gst_webrtc::WebRTCSessionDescription>("offer")?;
     webrtc.emit_by_name::<()>("set-local-description", &[&offer, &None::<gst::Promise>]);
-    let (status, answer) = whep(port, cookie, &offer.sdp().as_text()?)?;
+    let (status, answer, location) = whep(port, cookie, &offer.sdp().as_text()?)?;
     anyhow::ensure!(status == 201, "WHEP answered {status}: {answer}");
     let answer = gst_webrtc::WebRTCSessionDescription::new(
         gst_webrtc::WebRTCSDPType::Answer,
         gst_sdp::SDPMessage::parse_buffer(answer.as_bytes())?,
     );
     webrtc.emit_by_name::<()>("set-remote-description", &[&answer, &None::<gst::Promise>]);
-    Ok(pipeline)
+    Ok(Watching { pipeline, location })
+}
+
+/// A bin that decodes the picture as it comes and sends each frame's age.
+fn decoding(ages: Sender<f64>) -> anyhow::Result<gst::Element> {
+    let bin = gst::parse::bin_from_description(
+        "rtph264depay ! h264parse ! avdec_h264 ! videoconvert ! video/x-raw,format=I420 ! appsink name=out sync=false",
+        true,
+    )?;
+    let sink = bin.by_name("out").and_then(|s| s.downcast::<gst_app::AppSink>().ok()).context("no appsink")?;
+    sink.set_callbacks(
+        gst_app::AppSinkCallbacks::builder()
+            .new_sample(move |sink| {
+                let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                let now = timecode::now_us();
+                if let Some((tc, _)) = sample_timecodes(&sample) {
+                    let _ = ages.send(tc.age_us(now) as f64 / 1000.0);
+                }
+                Ok(gst::FlowSuccess::Ok)
+            })
+            .build(),
+    );
+    Ok(bin.upcast())
 }
 
 /// The status's viewers watching, and the encoder's frame rate.
@@ -92,7 +143,14 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("telebridge-bench-monitor-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let recording = dir.join("programme.ts");
-    let args = ["--output".to_string(), format!("file:{}", recording.display()), "--start-live".to_string()];
+    let srt = crate::free_udp_port()?;
+    let args = [
+        "--output".to_string(),
+        format!("file:{}", recording.display()),
+        "--output".to_string(),
+        format!("srt://:{srt}?mode=listener&latency=200"),
+        "--start-live".to_string(),
+    ];
     let video = "[video]\nwidth = 1280\nheight = 720\nfps = 30\nbitrate_kbps = 3000\n";
     let mut daemon = crate::panel::start_with(&bin, &dir, &args, video)?;
     let (port, cookie, pid) = (daemon.port, daemon.cookie.clone(), daemon.child.id());
@@ -107,7 +165,7 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_secs(3));
         for count in [0usize, 1, 2, 4] {
             while viewers.len() < count {
-                viewers.push(viewer(port, &cookie)?);
+                viewers.push(viewer(port, &cookie, None)?);
             }
             let until = Instant::now() + Duration::from_secs(15);
             while status(port, &cookie).0 < count && Instant::now() < until {
@@ -139,10 +197,13 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
             );
             rows.push((count, fps));
         }
-        Ok(())
+        for v in viewers.drain(..) {
+            v.end(port, &cookie);
+        }
+        crate::monitor_glass::run(&bin, &dir, port, &cookie, srt, quick)
     })();
-    for v in &viewers {
-        let _ = v.set_state(gst::State::Null);
+    for v in viewers {
+        v.end(port, &cookie);
     }
     let _ = daemon.child.kill();
     let _ = daemon.child.wait();
