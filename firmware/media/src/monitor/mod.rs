@@ -63,6 +63,9 @@ impl Drop for Entry {
 pub struct MonitorHub {
     taps: Mutex<BTreeMap<Feed, Tap>>,
     viewers: Mutex<Vec<Entry>>,
+    /// Viewers being set up (their answers take up to seconds): counted against the limit, so
+    /// offers arriving at once cannot pass it together.
+    pending: AtomicU32,
     next: AtomicU64,
     /// `monitor.viewers`; 0 before it is set is the default.
     limit: AtomicU32,
@@ -123,10 +126,17 @@ impl MonitorHub {
         if limit == 0 {
             return Err(WatchRefusal::Off);
         }
-        if self.viewers.locked().len() >= limit as usize {
-            return Err(WatchRefusal::Full { limit });
-        }
         let tap = self.taps.locked().get(&request.feed).cloned().ok_or(WatchRefusal::NotRunning(request.feed))?;
+        let _slot = {
+            let viewers = self.viewers.locked();
+            if viewers.len() + self.pending.load(Ordering::Relaxed) as usize >= limit as usize {
+                return Err(WatchRefusal::Full { limit });
+            }
+            // Taken under the viewers' lock, given back when this ends (the viewer is in the
+            // list by then, or refused).
+            self.pending.fetch_add(1, Ordering::Relaxed);
+            Pending(&self.pending)
+        };
         let (viewer, sdp) = Viewer::answer(&request.offer, request.local).map_err(|e| match e {
             MediaError::Offer(why) => WatchRefusal::Offer(why),
             other => WatchRefusal::Failed(other.to_string()),
@@ -185,6 +195,15 @@ impl MonitorHub {
             warn!(id = e.info.id, from = %e.info.address, "a viewer stopped answering: dropped");
         }
         end_all(gone);
+    }
+}
+
+/// A viewer slot being set up; given back when dropped.
+struct Pending<'a>(&'a AtomicU32);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

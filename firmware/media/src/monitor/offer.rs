@@ -56,7 +56,8 @@ fn main_fit(profile_level_id: &str) -> Option<u8> {
 pub fn choose(offered: &[Offered]) -> Result<Chosen, String> {
     let video = offered
         .iter()
-        .filter(|c| c.media == "video" && c.encoding.eq_ignore_ascii_case("H264"))
+        // RTP's payload type is 7 bits (RFC 3550); one past it is not a codec.
+        .filter(|c| c.media == "video" && c.pt < 128 && c.encoding.eq_ignore_ascii_case("H264"))
         .filter(|c| c.param("packetization-mode") == Some("1"))
         .filter_map(|c| {
             let id = c.param("profile-level-id").unwrap_or("42e01f");
@@ -72,8 +73,11 @@ pub fn choose(offered: &[Offered]) -> Result<Chosen, String> {
                 if listed.is_empty() { "no video".to_string() } else { listed.join(", ") }
             )
         })?;
-    let audio_pt =
-        offered.iter().filter(|c| c.media == "audio" && c.encoding.eq_ignore_ascii_case("opus")).map(|c| c.pt).min();
+    let audio_pt = offered
+        .iter()
+        .filter(|c| c.media == "audio" && c.pt < 128 && c.encoding.eq_ignore_ascii_case("opus"))
+        .map(|c| c.pt)
+        .min();
     Ok(Chosen { video, audio_pt })
 }
 
@@ -116,6 +120,24 @@ mod tests {
         let baseline = vec![codec("video", 106, "H264", "packetization-mode=1;profile-level-id=42E01F")];
         let c = choose(&baseline).unwrap();
         assert_eq!((c.video.profile_level_id.as_str(), c.audio_pt), ("42e01f", None));
+    }
+
+    /// Found by scripts/attack: a payload type past 127 reached rtph264pay, whose `pt` property
+    /// refused it with a panic.
+    #[test]
+    fn a_payload_type_past_7_bits_is_no_codec() {
+        let offer = vec![
+            codec("video", 128, "H264", "packetization-mode=1;profile-level-id=4d001f"),
+            codec("audio", 200, "opus", ""),
+        ];
+        assert!(choose(&offer).is_err());
+        let offer = vec![
+            codec("video", 128, "H264", "packetization-mode=1;profile-level-id=4d001f"),
+            codec("video", 127, "H264", "packetization-mode=1;profile-level-id=42e01f"),
+            codec("audio", 200, "opus", ""),
+        ];
+        let c = choose(&offer).unwrap();
+        assert_eq!((c.video.pt, c.audio_pt), (127, None));
     }
 
     #[test]

@@ -74,7 +74,9 @@ pub(super) fn described(webrtc: &gst::Element) -> Result<String, MediaError> {
     let until = Instant::now() + GATHER_WAIT;
     while webrtc.property::<WebRTCICEGatheringState>("ice-gathering-state") != WebRTCICEGatheringState::Complete {
         if Instant::now() > until {
-            return Err(MediaError::Gst("no ICE candidates gathered within 3 s".into()));
+            // A browser's offer is answered in milliseconds; one webrtcbin cannot gather for
+            // is one it could not make sense of (found by scripts/attack: lines shuffled).
+            return Err(MediaError::Offer("no ICE candidates could be gathered for it within 3 s".into()));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
