@@ -326,7 +326,7 @@ function outputCard(view, out, now, s) {
       if (st.negotiated_latency_ms) parts.push(`SRT latency ${st.negotiated_latency_ms} ms`);
       if (out.callers > 1) parts.push(`${out.callers} callers`);
     } else {
-      parts.push(`${(out.bytes_written / 1e6).toFixed(1)} MB written`);
+      parts.push(`${(out.bytes_written / 1e6).toFixed(1)} MB ${out.kind === 'whip' ? 'sent' : 'written'}`);
     }
     if (out.reconnects) parts.push(`${out.reconnects} reconnects`);
     if (parts.length) li.append(el('div', { class: 'nums' }, parts.join(' · ')));

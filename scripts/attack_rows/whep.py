@@ -1,6 +1,7 @@
 """The live monitor's WHEP endpoint (issue 59): each offer the box answers builds a WebRTC
 pipeline, so it is bounded by the viewer limit and must refuse what is not an offer cheaply."""
 
+import http.client
 import json
 import os
 import random
@@ -38,9 +39,25 @@ def viewers(box):
     return len(json.loads(body).get("viewers", [])) if status == 200 else -1
 
 
+# The monitor wall: another host than the owner's browser (the rows before this one left the
+# owner's address locked out of password and token checks).
+WALL = "127.0.0.9"
+
+
 def post(box, token, body, ctype="application/sdp"):
-    return box.request("POST", "/api/whep/programme", raw=body, cookie=token is None,
-                       headers={"Content-Type": ctype, **({"Authorization": f"Bearer {token}"} if token else {})})
+    """An offer: with the token from the wall's address, else with the owner's session."""
+    if token is None:
+        return box.request("POST", "/api/whep/programme", raw=body, headers={"Content-Type": ctype})
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", box.port, timeout=30, source_address=(WALL, 0))
+        c.request("POST", "/api/whep/programme", body=body,
+                  headers={"Host": f"127.0.0.1:{box.port}", "Content-Type": ctype, "Authorization": f"Bearer {token}"})
+        r = c.getresponse()
+        out = r.read().decode(errors="replace")
+        c.close()
+        return r.status, out, {}
+    except (OSError, http.client.HTTPException):
+        return 0, "", {}
 
 
 def mangled(rng):

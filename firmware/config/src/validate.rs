@@ -254,6 +254,27 @@ impl Config {
                 );
             }
         }
+        // GIO's TLS resumes a session per host and port within the process, without checking
+        // the certificate again: one output that does not check would let the others skip it.
+        let tls = |spec: &OutputSpec| match spec {
+            OutputSpec::Whip(u) if u.secure() => Some((u.host.clone(), u.port, u.tls_verify)),
+            OutputSpec::Rtmp(u) if u.secure => Some((u.host.clone(), u.port, u.tls_verify)),
+            _ => None,
+        };
+        for (i, (_, spec)) in outputs.iter().enumerate() {
+            let Some((host, port, verify)) = tls(spec) else { continue };
+            let other = outputs[..i]
+                .iter()
+                .position(|(_, s)| tls(s).is_some_and(|(h, p, v)| h == host && p == port && v != verify));
+            if let Some(j) = other {
+                p.add(
+                    &format!("outputs[{i}].url"),
+                    format!(
+                        "tls_verify differs from outputs[{j}]'s to the same server {host}:{port}; outputs to one server check its certificate alike"
+                    ),
+                );
+            }
+        }
         for (i, (name, _)) in outputs.iter().enumerate() {
             if let Some(j) = outputs[..i].iter().position(|(n, _)| n == name) {
                 p.add(
@@ -628,6 +649,19 @@ mod api_tests {
         assert_eq!(merged.outputs[1].url, "rtmp://live.example/app/NEWKEY");
         assert!(merged.outputs[0].url.contains(HIDDEN), "a hidden secret must not move to another host");
         assert!(merged.validate().is_err(), "an unmatched **** is rejected by validation, not sent");
+        // Outputs to one TLS server check its certificate alike.
+        let mut mixed = running.clone();
+        mixed.outputs = vec![
+            OutputConfig::new("https://whip.example/a?token=t1&tls_verify=0"),
+            OutputConfig::new("rtmps://whip.example:443/app/key"),
+        ];
+        let e = mixed.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("outputs[1].url: tls_verify differs from outputs[0]'s to the same server whip.example:443"),
+            "{e}"
+        );
+        mixed.outputs[1].url = "rtmps://whip.example:443/app/key?tls_verify=0".into();
+        assert!(mixed.validate().is_ok());
         // WHIP: the token comes back from the panel after the other parameters.
         let mut with_whip = running.clone();
         with_whip.outputs.push(OutputConfig::new("https://whip.example/w?token=tok-123456&room=7"));

@@ -171,7 +171,7 @@ pub struct OutputStatus {
     pub queue_dropped: u64,
     /// Bytes written to the network or the disk (RTMP and recording outputs).
     pub bytes_written: u64,
-    /// `srt`, `rtmp` or `file`.
+    /// `srt`, `rtmp`, `whip` or `file`.
     pub kind: &'static str,
     /// The SRT latency asked for on the current connection and why (SRT outputs).
     pub latency: Option<LatencyChoice>,

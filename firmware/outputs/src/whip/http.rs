@@ -152,8 +152,17 @@ pub fn send(to: &Target, request: &[u8], timeout: Duration) -> Result<Response, 
     let address = if to.host.contains(':') { format!("[{}]:{}", to.host, to.port) } else { where_.clone() };
     let conn = client
         .connect_to_host(&address, to.port, gio::Cancellable::NONE)
-        // GIO says "Could not connect to HOST: Connection refused": the cause is the last part.
-        .map_err(|e| format!("cannot reach {where_}: {}", e.message().rsplit(": ").next().unwrap_or_default()))?;
+        .map_err(|e| {
+            if e.kind::<gio::TlsError>().is_some() {
+                format!(
+                    "{where_}: TLS failed ({}); a server with a self-signed certificate (a test server only) needs tls_verify=0",
+                    e.message()
+                )
+            } else {
+                // GIO says "Could not connect to HOST: Connection refused": the cause is the last part.
+                format!("cannot reach {where_}: {}", e.message().rsplit(": ").next().unwrap_or_default())
+            }
+        })?;
     conn.output_stream()
         .write_all(request, gio::Cancellable::NONE)
         .map_err(|e| format!("cannot send to {where_}: {}", e.message()))?;
