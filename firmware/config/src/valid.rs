@@ -23,6 +23,17 @@ pub enum OutputSpec {
 }
 
 impl OutputSpec {
+    /// The TLS server it reaches (WHIP over https, RTMPS) and whether it checks the server's
+    /// certificate. GIO's TLS resumes a session per host and port within the process without
+    /// checking again, so outputs to one server must check alike.
+    pub fn tls_server(&self) -> Option<(&str, u16, bool)> {
+        match self {
+            OutputSpec::Whip(u) if u.secure() => Some((&u.host, u.port, u.tls_verify)),
+            OutputSpec::Rtmp(u) if u.secure => Some((&u.host, u.port, u.tls_verify)),
+            _ => None,
+        }
+    }
+
     /// A label for logs and status, without secrets.
     pub fn label(&self) -> String {
         match self {

@@ -254,25 +254,12 @@ impl Config {
                 );
             }
         }
-        // GIO's TLS resumes a session per host and port within the process, without checking
-        // the certificate again: one output that does not check would let the others skip it.
-        let tls = |spec: &OutputSpec| match spec {
-            OutputSpec::Whip(u) if u.secure() => Some((u.host.clone(), u.port, u.tls_verify)),
-            OutputSpec::Rtmp(u) if u.secure => Some((u.host.clone(), u.port, u.tls_verify)),
-            _ => None,
-        };
+        // GIO's TLS resumes a session per host and port without checking the certificate again.
         for (i, (_, spec)) in outputs.iter().enumerate() {
-            let Some((host, port, verify)) = tls(spec) else { continue };
-            let other = outputs[..i]
-                .iter()
-                .position(|(_, s)| tls(s).is_some_and(|(h, p, v)| h == host && p == port && v != verify));
-            if let Some(j) = other {
-                p.add(
-                    &format!("outputs[{i}].url"),
-                    format!(
-                        "tls_verify differs from outputs[{j}]'s to the same server {host}:{port}; outputs to one server check its certificate alike"
-                    ),
-                );
+            let Some((host, port, verify)) = spec.tls_server() else { continue };
+            let differs = |s: &OutputSpec| s.tls_server().is_some_and(|t| t.0 == host && t.1 == port && t.2 != verify);
+            if let Some(j) = outputs[..i].iter().position(|(_, s)| differs(s)) {
+                p.add(&format!("outputs[{i}].url"), format!("tls_verify differs from outputs[{j}]'s to the same server {host}:{port}; outputs to one server check its certificate alike"));
             }
         }
         for (i, (name, _)) in outputs.iter().enumerate() {
