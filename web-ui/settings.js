@@ -84,7 +84,7 @@ function parseUrl(url) {
 const OUT_KINDS = [
   ['srt-caller', 'SRT, calling a receiver'], ['srt-listener', 'SRT, waiting for callers'], ['srt-rendezvous', 'SRT rendezvous'],
   ['srt-bond', 'SRT bonded over several uplinks'], ['rtmp', 'RTMP or RTMPS (a platform)'],
-  ['whip', 'WHIP (WebRTC, to a service that takes it)'], ['file', 'Recording to a file'],
+  ['whip', 'WHIP (WebRTC)'], ['file', 'Recording to a file'],
 ];
 const isWhip = (url) => /^(https?|whip):\/\//.test(url || '');
 // A WHIP URL's endpoint (without token=) and whether it had a token.

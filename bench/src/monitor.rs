@@ -15,8 +15,6 @@ use std::sync::mpsc::Sender;
 use anyhow::Context;
 use gst::prelude::*;
 use gst_webrtc::prelude::*;
-use telebridge_media::decode_pipeline::sample_timecodes;
-use telebridge_media::timecode;
 
 /// One WHEP request: the SDP offer in, the status, the answer and the viewer's URL out.
 fn whep(port: u16, cookie: &str, offer: &str) -> anyhow::Result<(u16, String, String)> {
@@ -114,18 +112,9 @@ fn decoding(ages: Sender<f64>) -> anyhow::Result<gst::Element> {
         true,
     )?;
     let sink = bin.by_name("out").and_then(|s| s.downcast::<gst_app::AppSink>().ok()).context("no appsink")?;
-    sink.set_callbacks(
-        gst_app::AppSinkCallbacks::builder()
-            .new_sample(move |sink| {
-                let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
-                let now = timecode::now_us();
-                if let Some((tc, _)) = sample_timecodes(&sample) {
-                    let _ = ages.send(tc.age_us(now) as f64 / 1000.0);
-                }
-                Ok(gst::FlowSuccess::Ok)
-            })
-            .build(),
-    );
+    crate::reader::on_frame(&sink, move |tc, now| {
+        let _ = ages.send(tc.age_us(now) as f64 / 1000.0);
+    });
     Ok(bin.upcast())
 }
 

@@ -10,6 +10,23 @@ use gst::prelude::*;
 use telebridge_media::decode_pipeline::sample_timecodes;
 use telebridge_media::timecode;
 
+/// Calls `f` with each decoded frame's burnt-in timecode and the time it came (µs, the
+/// timecode's clock): the benches' viewers all read frames so.
+pub fn on_frame(sink: &gst_app::AppSink, f: impl Fn(timecode::Timecode, u64) + Send + 'static) {
+    sink.set_callbacks(
+        gst_app::AppSinkCallbacks::builder()
+            .new_sample(move |sink| {
+                let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                let now = timecode::now_us();
+                if let Some((tc, _)) = sample_timecodes(&sample) {
+                    f(tc, now);
+                }
+                Ok(gst::FlowSuccess::Ok)
+            })
+            .build(),
+    );
+}
+
 /// Reads `url` for `seconds`, reconnecting until the stream appears; prints
 /// `arrival_unix_s,frame,latency_ms` lines on stdout.
 pub fn run(url: &str, seconds: f64) -> anyhow::Result<()> {
@@ -37,23 +54,9 @@ pub fn run(url: &str, seconds: f64) -> anyhow::Result<()> {
             .and_then(|s| s.downcast::<gst_app::AppSink>().ok())
             .ok_or_else(|| anyhow::anyhow!("no appsink"))?;
         let tx = tx.clone();
-        sink.set_callbacks(
-            gst_app::AppSinkCallbacks::builder()
-                .new_sample(move |sink| {
-                    let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
-                    let now = timecode::now_us();
-                    if let Some((tc, _)) = sample_timecodes(&sample) {
-                        let _ = tx.send(format!(
-                            "{:.6},{},{:.1}\n",
-                            now as f64 / 1e6,
-                            tc.frame,
-                            tc.age_us(now) as f64 / 1000.0
-                        ));
-                    }
-                    Ok(gst::FlowSuccess::Ok)
-                })
-                .build(),
-        );
+        on_frame(&sink, move |tc, now| {
+            let _ = tx.send(format!("{:.6},{},{:.1}\n", now as f64 / 1e6, tc.frame, tc.age_us(now) as f64 / 1000.0));
+        });
         pipeline.set_state(gst::State::Playing)?;
         let bus = pipeline.bus().ok_or_else(|| anyhow::anyhow!("no bus"))?;
         loop {

@@ -237,6 +237,21 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// A server's answer is a stranger's bytes: any of them is read or refused, never a panic,
+        /// and a body is never longer than what came.
+        #[test]
+        fn any_bytes_are_read_or_refused(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+                                         head in "HTTP/1\\.[01] [0-9]{3} [A-Za-z]{0,8}\r\n(Content-Length: [0-9]{1,3}\r\n|Transfer-Encoding: chunked\r\n)?\r\n") {
+            let _ = parse_response(&bytes);
+            let mut whole = head.into_bytes();
+            whole.extend_from_slice(&bytes);
+            if let Ok(r) = parse_response(&whole) {
+                proptest::prop_assert!(r.body.len() <= bytes.len());
+            }
+        }
+    }
+
     #[test]
     fn a_location_is_resolved_against_the_endpoint() {
         let at = Target { secure: true, tls_verify: true, host: "h".into(), port: 8443, path: "/whip".into() };

@@ -191,41 +191,15 @@ impl Worker {
             if control.stop_within(Duration::from_millis(200)) {
                 return Attempt::Stopped;
             }
-            let state = publisher.state();
-            match state {
-                Pc::Connected if !live => {
-                    live = true;
-                    *attempts = 0;
-                    info!(output = %self.url, "WHIP output publishing");
-                    (self.keyframe)();
-                }
-                Pc::Failed | Pc::Closed => {
-                    return Attempt::Failed(if live {
-                        format!("connection to {} lost", self.where_())
-                    } else {
-                        format!("no media connection to {} (ICE or DTLS failed)", self.where_())
-                    })
-                }
-                _ => {}
+            let was_live = live;
+            match judge(live, publisher.state(), started.elapsed(), publisher.server_silent_for()) {
+                Verdict::Going(now_live) => live = now_live,
+                Verdict::Failed(why) => return Attempt::Failed(why.words(&self.where_())),
             }
-            if !live && started.elapsed() > CONNECT_WITHIN {
-                return Attempt::Failed(format!(
-                    "no media connection to {} within {} s of its answer",
-                    self.where_(),
-                    CONNECT_WITHIN.as_secs()
-                ));
-            }
-            // Every WebRTC receiver reports (RTCP) every second or so, the first within a few.
-            let silent = match publisher.server_silent_for() {
-                Some(d) => d > SILENT_FOR,
-                None => started.elapsed() > CONNECT_WITHIN + SILENT_FOR,
-            };
-            if live && silent {
-                return Attempt::Failed(format!(
-                    "{} stopped answering (no RTCP for {} s)",
-                    self.where_(),
-                    SILENT_FOR.as_secs()
-                ));
+            if live && !was_live {
+                *attempts = 0;
+                info!(output = %self.url, "WHIP output publishing");
+                (self.keyframe)();
             }
             let (bytes, dropped) = (publisher.bytes_sent(), self.dropped.load(Ordering::Relaxed));
             self.status.send_modify(|s| {
@@ -251,6 +225,61 @@ impl Worker {
     }
 }
 
+/// How a connection stands, judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Going on; `true` once media flows.
+    Going(bool),
+    /// Over.
+    Failed(Failure),
+}
+
+/// Why a connection is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// ICE or DTLS failed before media flowed.
+    NeverConnected,
+    /// Not connected within [`CONNECT_WITHIN`] of the answer.
+    Slow,
+    /// Failed or closed after media flowed.
+    Lost,
+    /// No RTCP from the server for [`SILENT_FOR`] (or none at all since it went live).
+    Silent,
+}
+
+impl Failure {
+    fn words(self, at: &str) -> String {
+        match self {
+            Failure::NeverConnected => format!("no media connection to {at} (ICE or DTLS failed)"),
+            Failure::Slow => format!("no media connection to {at} within {} s of its answer", CONNECT_WITHIN.as_secs()),
+            Failure::Lost => format!("connection to {at} lost"),
+            Failure::Silent => format!("{at} stopped answering (no RTCP for {} s)", SILENT_FOR.as_secs()),
+        }
+    }
+}
+
+/// How the connection stands: whether it was `live`, its state now, how long since the answer,
+/// and how long the server has been silent (`None`: it never reported). Pure.
+fn judge(live: bool, state: Pc, since_answer: Duration, silent_for: Option<Duration>) -> Verdict {
+    let live = live || state == Pc::Connected;
+    if matches!(state, Pc::Failed | Pc::Closed) {
+        return Verdict::Failed(if live { Failure::Lost } else { Failure::NeverConnected });
+    }
+    if !live {
+        return if since_answer > CONNECT_WITHIN { Verdict::Failed(Failure::Slow) } else { Verdict::Going(false) };
+    }
+    // Every WebRTC receiver reports (RTCP) every second or so, the first within a few.
+    let silent = match silent_for {
+        Some(d) => d > SILENT_FOR,
+        None => since_answer > CONNECT_WITHIN + SILENT_FOR,
+    };
+    if silent {
+        Verdict::Failed(Failure::Silent)
+    } else {
+        Verdict::Going(true)
+    }
+}
+
 /// The address the route to `host` leaves from: the box's ICE candidates are gathered there
 /// only (no STUN server; a server on the Internet reaches it through the NAT's mapping of the
 /// box's own checks).
@@ -259,4 +288,32 @@ fn route_from(host: &str, port: u16) -> Option<IpAddr> {
     let socket = UdpSocket::bind(if to.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }).ok()?;
     socket.connect(to).ok()?;
     socket.local_addr().ok().map(|a| a.ip())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: fn(u64) -> Duration = Duration::from_secs;
+
+    #[test]
+    fn a_connection_goes_live_and_a_silent_server_ends_it() {
+        assert_eq!(judge(false, Pc::Connecting, S(2), None), Verdict::Going(false));
+        assert_eq!(judge(false, Pc::Connected, S(2), None), Verdict::Going(true));
+        assert_eq!(judge(true, Pc::Connected, S(30), Some(S(1))), Verdict::Going(true));
+        assert_eq!(judge(true, Pc::Connected, S(30), Some(S(6))), Verdict::Failed(Failure::Silent));
+        // A server that never reported is given the connect time and the silence.
+        assert_eq!(judge(true, Pc::Connected, S(14), None), Verdict::Going(true));
+        assert_eq!(judge(true, Pc::Connected, S(16), None), Verdict::Failed(Failure::Silent));
+        // libnice may say disconnected for a moment; only RTCP's silence ends it then.
+        assert_eq!(judge(true, Pc::Disconnected, S(30), Some(S(2))), Verdict::Going(true));
+    }
+
+    #[test]
+    fn a_connection_that_never_comes_or_fails_is_told_apart() {
+        assert_eq!(judge(false, Pc::Connecting, S(11), None), Verdict::Failed(Failure::Slow));
+        assert_eq!(judge(false, Pc::Failed, S(1), None), Verdict::Failed(Failure::NeverConnected));
+        assert_eq!(judge(true, Pc::Closed, S(20), Some(S(1))), Verdict::Failed(Failure::Lost));
+        assert_eq!(Failure::Silent.words("h:443"), "h:443 stopped answering (no RTCP for 5 s)");
+    }
 }
