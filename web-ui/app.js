@@ -27,6 +27,7 @@ function show(page) {
   if (page === 'settings') loadSettings();
   if (page === 'link') loadHistory();
   if (page === 'pair') loadPairing();
+  if (page === 'system') loadFleet();
 }
 
 window.addEventListener('hashchange', () => {
@@ -85,6 +86,31 @@ $('#logout').addEventListener('click', async () => {
 });
 
 // ---------- system ----------
+// Where the box stands with its fleet server (GET /api/fleet), followed while the page shows.
+const FLEET_WORDS = {
+  off: 'Off: no update server (Settings, Fleet updates).', idle: 'Up to date: nothing assigned.',
+  downloading: 'Downloading an update.', waiting: 'An update is downloaded and waits.',
+  installing: 'Installing an update.', confirming: 'Running the new version; confirming it.',
+  unreachable: 'The update server cannot be used.',
+};
+let fleetTimer = null;
+async function loadFleet() {
+  clearTimeout(fleetTimer);
+  const r = await api('GET', '/api/fleet');
+  if (r.status !== 200 || !r.data) return;
+  const f = r.data;
+  const version = f.action ? ` ${f.action[1]}` : '';
+  $('#fleet-state').textContent = (FLEET_WORDS[f.state] || f.state).replace('an update', `update${version}`).replace('An update', `Update${version}`);
+  const parts = [];
+  if (f.message) parts.push(f.message);
+  if (f.downloaded) parts.push(`${Math.round(f.downloaded[0] / 1048576)} of ${f.downloaded[1] ? Math.round(f.downloaded[1] / 1048576) : '?'} MB`);
+  if (f.server) parts.push(`${f.server} knows this box as ${f.controller_id}; it runs ${f.version}`);
+  if (f.last_answer_unix) parts.push(`last answer ${new Date(f.last_answer_unix * 1000).toLocaleTimeString()}`);
+  $('#fleet-detail').textContent = parts.join(' · ');
+  $('#fleet-detail').hidden = parts.length === 0;
+  if (current === 'system') fleetTimer = setTimeout(loadFleet, 3000);
+}
+
 $('#password-form').addEventListener('submit', async (e) => {
   e.preventDefault();
   const f = new FormData(e.target);

@@ -62,6 +62,15 @@ const SECTIONS = [
     ['web.metrics_token', 'Read-only token', 'A bearer token for /metrics and the live monitor (a monitor wall), 16+ characters; empty for none. Shown as **** once set.', 'text', ALL],
     ['web.monitor_viewers', 'Live monitor viewers', '0-16 browsers watching at once (each its own stream from the box); 0 switches the monitor off.', 'number', ALL],
   ]],
+  ['fleet', 'Fleet updates', [
+    ['fleet.server', 'Update server', 'https://HOST[:PORT][/PATH] of a hawkBit or gooseBit server; empty: off. The box asks it for updates and installs the signed bundles it assigns; System shows how it stands.', 'text', ALL],
+    ['fleet.tenant', 'Tenant', 'The server\'s tenant (hawkBit\'s and gooseBit\'s default: DEFAULT).', 'text', ALL],
+    ['fleet.controller_id', 'Box id on the server', '1-64 letters, digits and -_.; empty: the box name.', 'text', ALL],
+    ['fleet.target_token', 'Target token', 'The token the server made for this box; empty for none. Shown as **** once set.', 'text', ALL],
+    ['fleet.gateway_token', 'Gateway token', 'Instead of a target token: the tenant\'s gateway token. Shown as **** once set.', 'text', ALL],
+    ['fleet.update_on_air', 'Install while on air', 'Otherwise an update waits until the box stops, and says so here and to the server.', 'bool', ALL],
+    ['fleet.tls_verify', 'Check the server\'s certificate', 'Against the system\'s certificate authorities; off only for a test server.', 'bool', ALL],
+  ]],
 ];
 let loadedConfig = null;
 let devices = null;

@@ -191,6 +191,28 @@ try {
       await page.waitForSelector('[data-field=update]:text("certificate not trusted")', { timeout: 10000 });
       check(true, `${label}: the helper's refusal is shown in its words`);
       await shot('8-update');
+      // Fleet updates: off until a server is named; an address that cannot work is refused under
+      // its field; a server the box cannot reach is said on the System page, the token never shown.
+      check((await page.textContent('#fleet-state')).startsWith('Off'), `${label}: fleet updates are off until a server is named`);
+      await page.click('nav a[data-page=settings]');
+      await page.waitForSelector('[data-path="fleet.server"]');
+      await page.fill('[data-path="fleet.server"]', 'ftp://updates.example');
+      await page.click('#settings-form button[type=submit]');
+      await page.waitForSelector('.error[data-field="fleet.server"]:not(:empty)');
+      const fleetError = await page.textContent('.error[data-field="fleet.server"]');
+      check(fleetError.includes('https://HOST'), `${label}: a fleet server address that cannot work is refused under its field: "${fleetError}"`);
+      const closed = await freePort();
+      await page.fill('[data-path="fleet.server"]', `http://127.0.0.1:${closed}`);
+      await page.fill('[data-path="fleet.target_token"]', 'a-target-token-0123');
+      await page.click('#settings-form button[type=submit]');
+      await page.waitForSelector('#settings-saved:not([hidden])');
+      await page.click('nav a[data-page=system]');
+      await page.waitForSelector('#fleet-state:text("cannot be used")', { timeout: 10000 });
+      const fleetDetail = await page.textContent('#fleet-detail');
+      check(fleetDetail.includes(`cannot reach 127.0.0.1:${closed}`) && !fleetDetail.includes('a-target-token')
+        && !box.log().includes('a-target-token'),
+      `${label}: a fleet server the box cannot reach is said in words, the token neither shown nor logged: "${fleetDetail}"`);
+      await shot('9-fleet');
     }
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow <= 0, `${label}: nothing wider than the screen (${overflow} px over)`);

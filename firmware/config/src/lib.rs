@@ -8,6 +8,7 @@
 mod bridge;
 pub mod devices;
 mod file;
+mod fleet;
 mod host;
 mod latency;
 mod model;
@@ -23,6 +24,7 @@ mod validate;
 mod whip_url;
 
 pub use file::{load, parse, save_atomic, write_secret_file, LoadError, DEFAULT_PATH};
+pub use fleet::{Fleet, FleetAuth, FleetConfig};
 pub use host::check_host;
 pub use latency::{Latency, LatencyError, AUTO_FLOOR, AUTO_START, LATENCY_RANGE_MS};
 pub use model::{

@@ -32,6 +32,8 @@ pub struct Config {
     pub gpio: GpioConfig,
     /// Talkback with the paired box (push to talk).
     pub talkback: crate::TalkbackConfig,
+    /// Updates from a fleet server (hawkBit's device API).
+    pub fleet: crate::FleetConfig,
 }
 
 impl Default for Config {
@@ -48,6 +50,7 @@ impl Default for Config {
             web: WebConfig::default(),
             gpio: GpioConfig::default(),
             talkback: crate::TalkbackConfig::default(),
+            fleet: crate::FleetConfig::default(),
         }
     }
 }
@@ -67,6 +70,7 @@ impl fmt::Debug for Config {
             .field("web", &c.web)
             .field("gpio", &c.gpio)
             .field("talkback", &c.talkback)
+            .field("fleet", &c.fleet)
             .finish()
     }
 }
@@ -293,7 +297,8 @@ pub const HIDDEN: &str = "****";
 
 impl Config {
     /// The configuration as the API shows it: every secret that is set (SRT passphrases of the
-    /// outputs and of the decoder's input, RTMP keys, the password hash, the metrics token)
+    /// outputs and of the decoder's input, RTMP keys, the password hash, the metrics token, the
+    /// fleet server's tokens)
     /// replaced by `****`.
     pub fn redacted(&self) -> Config {
         let mut c = self.clone();
@@ -302,7 +307,9 @@ impl Config {
         }
         c.decoder.input = crate::srt_url::redact_query(&c.decoder.input);
         c.bridge.link = crate::srt_url::redact_query(&c.bridge.link);
-        for s in [&mut c.web.password_hash, &mut c.web.metrics_token] {
+        for s in
+            [&mut c.web.password_hash, &mut c.web.metrics_token, &mut c.fleet.target_token, &mut c.fleet.gateway_token]
+        {
             if !s.is_empty() {
                 *s = HIDDEN.to_string();
             }
@@ -333,6 +340,12 @@ impl Config {
         }
         if self.web.metrics_token == HIDDEN {
             self.web.metrics_token = running.web.metrics_token.clone();
+        }
+        if self.fleet.target_token == HIDDEN {
+            self.fleet.target_token = running.fleet.target_token.clone();
+        }
+        if self.fleet.gateway_token == HIDDEN {
+            self.fleet.gateway_token = running.fleet.gateway_token.clone();
         }
         self
     }

@@ -164,6 +164,8 @@ pub struct ValidConfig {
     pub gpio: GpioPins,
     /// Parsed `talkback`.
     pub talkback: crate::Talkback,
+    /// Parsed `fleet` (`None`: no fleet server).
+    pub fleet: Option<crate::Fleet>,
 }
 
 /// The picture as the encoder makes it (checked ranges).

@@ -92,14 +92,15 @@ impl Config {
         let web = self.check_web(&mut p);
         let gpio = self.check_gpio(&mut p);
         let talkback = self.talkback.check().map_err(|errs| errs.into_iter().for_each(|(f, m)| p.add(f, m))).ok();
-        match (video, audio, role, decoder, web, (gpio, talkback)) {
+        let fleet = self.fleet.check(&self.name).map_err(|errs| errs.into_iter().for_each(|(f, m)| p.add(f, m))).ok();
+        match (video, audio, role, decoder, web, (gpio, talkback, fleet)) {
             (
                 Some(video),
                 Some((audio_source, audio_codec)),
                 Some(role),
                 Some((decoder_input, decoder_sink, audio_out)),
                 Some((http_listen, pair_listen)),
-                (Some(gpio), Some(talkback)),
+                (Some(gpio), Some(talkback), Some(fleet)),
             ) if p.0.is_empty() => Ok(ValidConfig {
                 name: self.name.clone(),
                 start_live: self.start_live,
@@ -115,6 +116,7 @@ impl Config {
                 pair_listen,
                 gpio,
                 talkback,
+                fleet,
                 raw: self.clone(),
                 video_source: video.source,
                 encoder: video.encoder,

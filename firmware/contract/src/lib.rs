@@ -16,11 +16,13 @@
 //! - [`sound`]: the sound's meters (peak and RMS per channel of each stream) and its silence;
 //! - [`gpio`]: the LEDs and the go-live button as the daemon and the panel see them;
 //! - [`host`]: what the panel asks of the machine (reboot, update, the setup code file);
+//! - [`fleet`]: where the box stands with its fleet server (hawkBit's device API);
 //! - [`nearby`]: the boxes on the local network, as discovery finds them and the panel lists them.
 
 pub mod advice;
 pub mod daemon;
 pub mod feed;
+pub mod fleet;
 pub mod gpio;
 pub mod host;
 pub mod machine;

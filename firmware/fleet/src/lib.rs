@@ -5,7 +5,8 @@
 //! writes what the box sends; [`plan`] decides what the box does with an assigned bundle (fetch,
 //! wait while on air or outside the maintenance window, install through the root helper,
 //! reboot, confirm once healthy, report a fallback) as a function of where it stands, what
-//! happened and what it knows of itself.
+//! happened and what it knows of itself. [`check`] hashes the bundle as it arrives.
 
+pub mod check;
 pub mod ddi;
 pub mod plan;

@@ -118,10 +118,9 @@ pub enum Do {
     StopDownload,
     /// Ask the root helper to install the fetched bundle.
     Install,
-    /// Keep `Pending` where a restart finds it (or clear it: `None`).
+    /// Keep `Pending` where a restart finds it (or clear it: `None`). Kept before the install
+    /// starts: the root helper reboots into the new slot as soon as it is written.
     Remember(Option<Pending>),
-    /// Reboot into the other slot.
-    Reboot,
 }
 
 fn say(url: &str, execution: Execution, finished: Finished, words: impl Into<String>) -> Do {
@@ -160,24 +159,17 @@ pub fn decide(stage: Stage, event: Event, facts: &Facts) -> (Stage, Vec<Do>) {
         ),
         (Stage::Ready { job, waiting }, Event::Tick) => ready(job, waiting, facts),
         (Stage::Installing(job), Event::Installed(Ok(()))) => {
-            let a = &job.assignment;
-            let pending = Pending {
-                action: a.action.clone(),
-                feedback: job.feedback.clone(),
-                version: a.version.clone(),
-                from: facts.version.clone(),
-            };
-            let words = format!("installed {} into the other slot; rebooting into it", a.version);
-            let todo = vec![
-                say(&pending.feedback, Execution::Proceeding, Finished::None, words),
-                Do::Remember(Some(pending.clone())),
-                Do::Reboot,
-            ];
+            let pending = pending_of(&job, facts);
+            let words = format!("installed {} into the other slot; rebooting into it", pending.version);
+            let todo = vec![say(&pending.feedback, Execution::Proceeding, Finished::None, words)];
             (Stage::Booting(pending), todo)
         }
         (Stage::Installing(job), Event::Installed(Err(why))) => (
             Stage::Idle,
-            vec![say(&job.feedback, Execution::Closed, Finished::Failure, format!("install failed: {why}"))],
+            vec![
+                say(&job.feedback, Execution::Closed, Finished::Failure, format!("install failed: {why}")),
+                Do::Remember(None),
+            ],
         ),
         (_, Event::Started(p)) => {
             if facts.version == p.version {
@@ -197,6 +189,16 @@ pub fn decide(stage: Stage, event: Event, facts: &Facts) -> (Stage, Vec<Do>) {
         }
         (stage, Event::Cancel { cancel, feedback }) => cancelled(stage, &cancel, &feedback),
         (stage, _) => (stage, vec![]),
+    }
+}
+
+/// What a restart must know of the action being installed.
+fn pending_of(job: &Job, facts: &Facts) -> Pending {
+    Pending {
+        action: job.assignment.action.clone(),
+        feedback: job.feedback.clone(),
+        version: job.assignment.version.clone(),
+        from: facts.version.clone(),
     }
 }
 
@@ -231,7 +233,11 @@ fn ready(job: Job, waiting: Option<String>, facts: &Facts) -> (Stage, Vec<Do>) {
         }
         None => {
             let words = format!("installing {}", job.assignment.version);
-            let todo = vec![say(&job.feedback, Execution::Proceeding, Finished::None, words), Do::Install];
+            let todo = vec![
+                say(&job.feedback, Execution::Proceeding, Finished::None, words),
+                Do::Remember(Some(pending_of(&job, facts))),
+                Do::Install,
+            ];
             (Stage::Installing(job), todo)
         }
     }
@@ -314,10 +320,12 @@ mod tests {
         assert_eq!(words(&todo), ["downloading b.raucb (0.1.1)"]);
         let (s, todo) = decide(s, Event::Downloaded(Ok(())), &facts(false));
         assert_eq!((words(&todo), todo.last()), (vec!["installing 0.1.1".to_string()], Some(&Do::Install)));
+        // Remembered before the install: the helper reboots as soon as the slot is written.
+        let Some(Do::Remember(Some(remembered))) = todo.get(1).cloned() else { panic!("{todo:?}") };
         let (s, todo) = decide(s, Event::Installed(Ok(())), &facts(false));
         let Stage::Booting(p) = &s else { panic!("{s:?}") };
-        assert_eq!(todo.last(), Some(&Do::Reboot));
-        assert!(todo.contains(&Do::Remember(Some(p.clone()))));
+        assert_eq!(p, &remembered);
+        assert_eq!(words(&todo), ["installed 0.1.1 into the other slot; rebooting into it"]);
         // After the reboot: the new version runs; success only once healthy for a minute.
         let mut now = facts(false);
         now.version = "0.1.1".into();
@@ -384,6 +392,7 @@ mod tests {
         assert!(
             matches!(&todo[0], Do::Feedback { finished: Finished::Failure, details, .. } if details[0] == "install failed: signature not trusted")
         );
+        assert_eq!(todo[1], Do::Remember(None), "nothing pending after a refused install");
     }
 
     #[test]

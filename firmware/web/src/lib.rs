@@ -70,6 +70,8 @@ pub struct AppState {
     pub host: Arc<dyn Host>,
     /// Where the box's devices are read (`/`; a made-up tree in tests).
     pub devices_root: Arc<std::path::PathBuf>,
+    /// Where the box stands with its fleet server (written by the appliance's fleet client).
+    pub fleet: Arc<telebridge_contract::fleet::FleetBoard>,
 }
 
 impl AppState {
@@ -115,6 +117,7 @@ impl AppState {
             nearby,
             host,
             devices_root: Arc::new("/".into()),
+            fleet: Arc::default(),
         }
     }
 }
@@ -149,6 +152,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/password", post(account::change_password))
         .route("/api/reboot", post(update::reboot))
         .route("/api/update", get(update::status).post(update::upload))
+        .route("/api/fleet", get(update::fleet))
         .route("/api/pairing", get(pairing::get_pairing).delete(pairing::unpair))
         .route("/api/pairing/open", post(pairing::open))
         .route("/api/pairing/join", post(pairing::join))

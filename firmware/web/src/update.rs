@@ -45,6 +45,11 @@ pub(crate) async fn status(State(s): State<AppState>) -> Result<Response, ApiErr
     Ok(Json(s.host.update_status()).into_response())
 }
 
+/// `GET /api/fleet`: where the box stands with its fleet server.
+pub(crate) async fn fleet(State(s): State<AppState>) -> Result<Response, ApiError> {
+    Ok(Json(s.fleet.view()).into_response())
+}
+
 /// `POST /api/update`: the bundle as the body (`application/octet-stream`), at most 2 GiB.
 /// Under `--sim` too: whether anything installs it is the host's to say.
 pub(crate) async fn upload(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {

@@ -1,9 +1,10 @@
 //! The one place that wires the box (`telebridge run`): it binds the panel's ports, starts the
 //! daemon, the editable configuration and its reload on SIGHUP, discovery and this box's
-//! announcement, the pairing's tasks, the history the panel graphs, the panel itself and the
+//! announcement, the pairing's tasks, the fleet client, the history the panel graphs, the panel itself and the
 //! systemd protocol, and stops them in order. The binary parses its arguments and calls
 //! [`start`]; the web crate only serves handlers over the contract's `Daemon`.
 
+pub mod fleet;
 pub mod host;
 pub mod tasks;
 
@@ -108,6 +109,7 @@ pub async fn start(
     let nearby = Arc::new(Nearby::start(panel, &Nearby::seed(path.as_deref())));
     let state = AppState::with_pairing(handle, store, Arc::new(host::RootHelper), pairing, nearby.clone());
     tasks::spawn(&state);
+    fleet::spawn(&state, stop_rx.clone());
     keep_announcement(&state, nearby.clone());
     if let Some(l) = pair_listener {
         // Pairing alone, on a port of its own (to forward from the internet instead of the panel's).

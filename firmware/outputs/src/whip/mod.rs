@@ -5,8 +5,6 @@
 //! the connection fails, the server stops sending RTCP, or the output is stopped; then it
 //! DELETEs the session and retries with capped backoff.
 
-pub mod http;
-
 use std::net::{IpAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,7 +19,7 @@ use telebridge_sync::Locked;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use http::{Response, Target};
+use telebridge_http::{self as http, Response, Target};
 
 /// How long the server has to answer a request.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(10);

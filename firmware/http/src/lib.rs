@@ -1,7 +1,8 @@
-//! Just enough HTTP/1.1 for WHIP's signalling (a POST of the offer, a DELETE to end), over
-//! GIO's sockets: its TLS is the one RTMPS already uses (glib-networking), so the box carries no
-//! second TLS stack. Blocking, one request a connection, bounded in time and size. Reading the
-//! response is a pure function of its bytes.
+//! Just enough HTTP/1.1 for WHIP's signalling (a POST of the offer, a DELETE to end) and
+//! hawkBit's device API (JSON both ways, a bundle downloaded with resume), over GIO's sockets:
+//! its TLS is the one RTMPS already uses (glib-networking), with the system's CA store, so the
+//! box carries no second TLS stack. Blocking, one request a connection, bounded in time and
+//! size. Reading a response is a pure function of its bytes.
 
 use std::time::Duration;
 
@@ -66,11 +67,31 @@ pub struct Response {
     pub body: Vec<u8>,
 }
 
-/// Reads a whole response (the connection closed after it).
-pub fn parse_response(bytes: &[u8]) -> Result<Response, String> {
-    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n").ok_or("the response has no end of headers")?;
-    let head = std::str::from_utf8(&bytes[..end]).map_err(|_| "the response's headers are not text")?;
-    let mut lines = head.split("\r\n");
+/// A response's status line and the headers this client acts on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Head {
+    /// The status code.
+    pub status: u16,
+    /// The `Location` header.
+    pub location: Option<String>,
+    /// The `Content-Type` header, lower case, without parameters.
+    pub content_type: Option<String>,
+    /// The `Content-Length` header.
+    pub length: Option<u64>,
+    /// `Transfer-Encoding: chunked`.
+    pub chunked: bool,
+    /// A 206's `Content-Range: bytes START-END/TOTAL`: its start and total (`None`: `*`).
+    pub range: Option<(u64, Option<u64>)>,
+}
+
+/// Reads a response's head from its first bytes: the head and where the body starts, `None`
+/// while the head has not all come.
+pub fn parse_head(bytes: &[u8]) -> Result<Option<(Head, usize)>, String> {
+    let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return Ok(None);
+    };
+    let text = std::str::from_utf8(&bytes[..end]).map_err(|_| "the response's headers are not text")?;
+    let mut lines = text.split("\r\n");
     let status_line = lines.next().unwrap_or_default();
     let status = status_line
         .strip_prefix("HTTP/1.")
@@ -78,29 +99,46 @@ pub fn parse_response(bytes: &[u8]) -> Result<Response, String> {
         .and_then(|c| c.parse::<u16>().ok())
         .filter(|c| (100..600).contains(c))
         .ok_or_else(|| format!("not an HTTP response: {:?}", status_line.chars().take(40).collect::<String>()))?;
-    let (mut location, mut content_type, mut length, mut chunked) = (None, None, None, false);
+    let mut head = Head { status, ..Head::default() };
     for line in lines {
         let Some((name, value)) = line.split_once(':') else { continue };
         let value = value.trim();
         match name.trim().to_ascii_lowercase().as_str() {
-            "location" => location = Some(value.to_string()),
+            "location" => head.location = Some(value.to_string()),
             "content-type" => {
-                content_type = Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+                head.content_type = Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
             }
-            "content-length" => length = Some(value.parse::<usize>().map_err(|_| "a bad Content-Length")?),
-            "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
+            "content-length" => head.length = Some(value.parse::<u64>().map_err(|_| "a bad Content-Length")?),
+            "transfer-encoding" => head.chunked = value.to_ascii_lowercase().contains("chunked"),
+            "content-range" => head.range = Some(content_range(value).ok_or("a bad Content-Range")?),
             _ => {}
         }
     }
-    let rest = &bytes[end + 4..];
-    let body = if chunked {
+    Ok(Some((head, end + 4)))
+}
+
+/// `bytes START-END/TOTAL` (or `/*`): the start and the total.
+fn content_range(value: &str) -> Option<(u64, Option<u64>)> {
+    let (span, total) = value.strip_prefix("bytes ")?.split_once('/')?;
+    let (start, end) = span.split_once('-')?;
+    let (start, end) = (start.trim().parse::<u64>().ok()?, end.trim().parse::<u64>().ok()?);
+    let total = if total.trim() == "*" { None } else { Some(total.trim().parse::<u64>().ok()?) };
+    (start <= end && total.is_none_or(|t| end < t)).then_some((start, total))
+}
+
+/// Reads a whole response (the connection closed after it).
+pub fn parse_response(bytes: &[u8]) -> Result<Response, String> {
+    let (head, start) = parse_head(bytes)?.ok_or("the response has no end of headers")?;
+    let rest = &bytes[start..];
+    let body = if head.chunked {
         dechunk(rest)?
-    } else if let Some(n) = length {
+    } else if let Some(n) = head.length {
+        let n = usize::try_from(n).map_err(|_| "a bad Content-Length")?;
         rest.get(..n).ok_or("the response ended before its Content-Length")?.to_vec()
     } else {
         rest.to_vec()
     };
-    Ok(Response { status, location, content_type, body })
+    Ok(Response { status: head.status, location: head.location, content_type: head.content_type, body })
 }
 
 fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
@@ -138,8 +176,9 @@ pub fn request_bytes(method: &str, to: &Target, headers: &[(&str, &str)], body: 
     bytes
 }
 
-/// Sends one request and reads its response, within `timeout` for the connection and each read.
-pub fn send(to: &Target, request: &[u8], timeout: Duration) -> Result<Response, String> {
+/// Opens a connection to `to` (TLS when it is secure, the certificate checked against the
+/// system's CA store unless `tls_verify` is off), within `timeout`.
+fn connect(to: &Target, timeout: Duration) -> Result<gio::SocketConnection, String> {
     let where_ = format!("{}:{}", to.host, to.port);
     let client = gio::SocketClient::new();
     client.set_timeout(timeout.as_secs().max(1) as u32);
@@ -150,19 +189,23 @@ pub fn send(to: &Target, request: &[u8], timeout: Duration) -> Result<Response, 
         }
     }
     let address = if to.host.contains(':') { format!("[{}]:{}", to.host, to.port) } else { where_.clone() };
-    let conn = client
-        .connect_to_host(&address, to.port, gio::Cancellable::NONE)
-        .map_err(|e| {
-            if e.kind::<gio::TlsError>().is_some() {
-                format!(
-                    "{where_}: TLS failed ({}); a server with a self-signed certificate (a test server only) needs tls_verify=0",
-                    e.message()
-                )
-            } else {
-                // GIO says "Could not connect to HOST: Connection refused": the cause is the last part.
-                format!("cannot reach {where_}: {}", e.message().rsplit(": ").next().unwrap_or_default())
-            }
-        })?;
+    client.connect_to_host(&address, to.port, gio::Cancellable::NONE).map_err(|e| {
+        if e.kind::<gio::TlsError>().is_some() {
+            format!(
+                "{where_}: TLS failed ({}); a server with a self-signed certificate (a test server only) needs tls_verify=0",
+                e.message()
+            )
+        } else {
+            // GIO says "Could not connect to HOST: Connection refused": the cause is the last part.
+            format!("cannot reach {where_}: {}", e.message().rsplit(": ").next().unwrap_or_default())
+        }
+    })
+}
+
+/// Sends one request and reads its response, within `timeout` for the connection and each read.
+pub fn send(to: &Target, request: &[u8], timeout: Duration) -> Result<Response, String> {
+    let where_ = format!("{}:{}", to.host, to.port);
+    let conn = connect(to, timeout)?;
     conn.output_stream()
         .write_all(request, gio::Cancellable::NONE)
         .map_err(|e| format!("cannot send to {where_}: {}", e.message()))?;
@@ -197,6 +240,81 @@ fn complete(got: &[u8], r: &Response) -> bool {
     let text = String::from_utf8_lossy(&got[..head]).to_ascii_lowercase();
     text.contains("content-length:") && got.len() >= head + 4 + r.body.len()
         || text.contains("chunked") && got.ends_with(b"0\r\n\r\n")
+}
+
+/// Where a download's answer goes: a 2xx's head first (a resumed download learns whether the
+/// server took its range), then its body, piece by piece.
+pub trait Sink {
+    /// The head of a 2xx answer, before its body.
+    fn head(&mut self, head: &Head) -> Result<(), String>;
+    /// The body's next bytes.
+    fn body(&mut self, bytes: &[u8]) -> Result<(), String>;
+}
+
+/// Sends a GET (`request`, made by [`request_bytes`]) and streams a 2xx answer into `sink` as
+/// it comes, within `timeout` for the connection and each read; `stop` is asked between reads
+/// (a cancelled download). The head is returned whatever the status: only a 2xx reaches the
+/// sink, and its body must be whole (its Content-Length reached; a chunked one is refused, the
+/// downloads this serves all say their length).
+pub fn download(
+    to: &Target,
+    request: &[u8],
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+    sink: &mut dyn Sink,
+) -> Result<Head, String> {
+    let where_ = format!("{}:{}", to.host, to.port);
+    let conn = connect(to, timeout)?;
+    conn.output_stream()
+        .write_all(request, gio::Cancellable::NONE)
+        .map_err(|e| format!("cannot send to {where_}: {}", e.message()))?;
+    let input = conn.input_stream();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut got = Vec::new();
+    let read = |buf: &mut [u8]| {
+        input.read(buf, gio::Cancellable::NONE).map_err(|e| format!("{where_} stopped sending: {}", e.message()))
+    };
+    let (head, start) = loop {
+        let n = read(&mut buf[..])?;
+        if n == 0 {
+            return Err(format!("{where_} closed the connection before its answer's head"));
+        }
+        got.extend_from_slice(&buf[..n]);
+        if let Some(h) = parse_head(&got).map_err(|e| format!("{where_}: {e}"))? {
+            break h;
+        }
+        if got.len() > RESPONSE_MAX {
+            return Err(format!("{where_} sent a head of over {} KB", RESPONSE_MAX / 1024));
+        }
+    };
+    if !(200..300).contains(&head.status) {
+        let _ = conn.close(gio::Cancellable::NONE);
+        return Ok(head);
+    }
+    if head.chunked {
+        return Err(format!("{where_} sent the file chunked, without its length"));
+    }
+    let length = head.length.ok_or_else(|| format!("{where_} did not say the file's length"))?;
+    sink.head(&head)?;
+    let first = &got[start..];
+    let mut left = length;
+    let take = first.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+    sink.body(&first[..take])?;
+    left -= take as u64;
+    while left > 0 {
+        if stop() {
+            return Err("stopped".into());
+        }
+        let n = read(&mut buf[..])?;
+        if n == 0 {
+            return Err(format!("{where_} closed the connection with {left} bytes still to come"));
+        }
+        let take = n.min(usize::try_from(left).unwrap_or(usize::MAX));
+        sink.body(&buf[..take])?;
+        left -= take as u64;
+    }
+    let _ = conn.close(gio::Cancellable::NONE);
+    Ok(head)
 }
 
 #[cfg(test)]
@@ -250,6 +368,24 @@ mod tests {
                 proptest::prop_assert!(r.body.len() <= bytes.len());
             }
         }
+    }
+
+    #[test]
+    fn a_partial_answer_says_where_it_starts() {
+        let (h, start) = parse_head(
+            b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 100-199/1000\r\nContent-Length: 100\r\n\r\nxy",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!((h.status, h.range, h.length), (206, Some((100, Some(1000))), Some(100)));
+        assert_eq!(start, 88, "the body starts after the blank line");
+        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-").unwrap(), None, "not all of the head yet");
+        for bad in ["bytes 5-4/10", "bytes 0-10/10", "bytes a-b/c", "items 0-1/2"] {
+            let text = format!("HTTP/1.1 206 P\r\nContent-Range: {bad}\r\n\r\n");
+            assert!(parse_head(text.as_bytes()).is_err(), "{bad}");
+        }
+        let ok = parse_head(b"HTTP/1.1 206 P\r\nContent-Range: bytes 0-9/*\r\n\r\n").unwrap().unwrap();
+        assert_eq!(ok.0.range, Some((0, None)));
     }
 
     #[test]
