@@ -1,7 +1,7 @@
 //! The fleet client: the box as a controller of a hawkBit server (its device API, DDI; gooseBit
 //! serves it too), in a thread of its own beside the panel. It polls at the interval the server
 //! asks, tells the server what the box is (its attributes), fetches an assigned RAUC bundle
-//! ([`fetch`]), hands it to the root helper through the same [`Host`] the panel's uploads use,
+//! (`fetch.rs`), hands it to the root helper through the same [`Host`] the panel's uploads use,
 //! and reports each step in words. What to do is decided by `telebridge_fleet::plan` (pure);
 //! this module only asks, sends, downloads and remembers.
 //!
@@ -10,7 +10,10 @@
 //! (`fleet-pending.json`), so that the daemon in the new slot, or the old one RAUC fell back
 //! to, reports how it ended.
 
+mod about;
 mod fetch;
+
+pub use about::{box_version, BOARD_NAME};
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -25,14 +28,14 @@ use telebridge_contract::fleet::{FleetBoard, FleetState, FleetView};
 use telebridge_contract::host::{Host, UpdateState};
 use telebridge_contract::machine::State;
 use telebridge_fleet::ddi::{self, Attributes};
+
+use about::attributes;
 use telebridge_fleet::plan::{decide, Do, Event, Facts, Job, Pending, Stage};
 use telebridge_http::{self as http, Target};
 use telebridge_web::{AppState, ConfigStore};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-/// RAUC's compatible string of the image's bundles: what a server matches them with.
-pub const BOARD_NAME: &str = "telebridge-arm64";
 /// How long a request to the server may take.
 const TIMEOUT: Duration = Duration::from_secs(20);
 /// Between polls while the server cannot be reached.
@@ -58,6 +61,7 @@ pub fn spawn(state: &AppState, stop: watch::Receiver<bool>) {
         told: None,
         started: false,
         unreachable: None,
+        cancelled: VecDeque::new(),
     };
     if let Err(e) = std::thread::Builder::new().name("fleet".into()).spawn(move || client.run(&stop)) {
         warn!(error = %e, "cannot start the fleet client");
@@ -71,41 +75,6 @@ fn pending_file(store: &ConfigStore) -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| store.path().and_then(|p| p.parent().map(PathBuf::from)))?;
     Some(dir.join("fleet-pending.json"))
-}
-
-/// The version the box runs: its image's (`IMAGE_VERSION` in os-release, the version its bundle
-/// was built as), else the daemon's own. `TELEBRIDGE_OS_RELEASE` names another os-release file
-/// (a simulated slot, `scripts/test-fleet`).
-pub fn box_version() -> String {
-    let path = std::env::var_os("TELEBRIDGE_OS_RELEASE").unwrap_or_else(|| "/etc/os-release".into());
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| telebridge_fleet::check::image_version(&t))
-        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
-}
-
-/// What the server is told of the box.
-fn attributes(name: &str, role: &str, version: &str) -> Attributes {
-    let model = std::fs::read_to_string("/proc/device-tree/model")
-        .map(|m| m.trim_end_matches('\0').trim().to_string())
-        .unwrap_or_default();
-    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
-    let slot = cmdline.split_whitespace().find_map(|w| w.strip_prefix("rauc.slot=")).unwrap_or("none");
-    let mut a = Attributes::default();
-    for (k, v) in [
-        ("hw_boardname", BOARD_NAME),
-        // One bundle fits every board: gooseBit's word for any revision.
-        ("hw_revision", "default"),
-        ("sw_version", version),
-        ("name", name),
-        ("role", role),
-        ("board", if model.is_empty() { "unknown" } else { &model }),
-        ("slot", slot),
-        ("daemon", env!("CARGO_PKG_VERSION")),
-    ] {
-        a.0.insert(k.to_string(), v.to_string());
-    }
-    a
 }
 
 struct Client {
@@ -126,6 +95,8 @@ struct Client {
     started: bool,
     /// Why the server could not be used at the last poll.
     unreachable: Option<String>,
+    /// Actions the server cancelled: a poll that still links one is not taken up again.
+    cancelled: VecDeque<String>,
 }
 
 impl Client {
@@ -314,13 +285,20 @@ impl Client {
         if let Some(href) = &poll.cancel {
             match self.get(fleet, href).and_then(|b| ddi::read_cancel(&b).map_err(|e| e.to_string())) {
                 Ok(cancel) => {
-                    self.step(fleet, Event::Cancel { cancel, feedback: format!("{}/feedback", without_query(href)) })
+                    if !self.cancelled.contains(&cancel.stop) {
+                        if self.cancelled.len() >= 8 {
+                            self.cancelled.pop_front();
+                        }
+                        self.cancelled.push_back(cancel.stop.clone());
+                    }
+                    self.step(fleet, Event::Cancel { cancel, feedback: format!("{}/feedback", without_query(href)) });
                 }
                 Err(e) => warn!(error = %e, "fleet: the cancel cannot be read"),
             }
         }
         if let Some(href) = &poll.deployment {
             match self.get(fleet, href).and_then(|b| ddi::read_assignment(&b).map_err(|e| e.to_string())) {
+                Ok(assignment) if self.cancelled.contains(&assignment.action) => {}
                 Ok(assignment) => {
                     let job = Job { assignment, feedback: format!("{}/feedback", without_query(href)) };
                     self.step(fleet, Event::Assigned(job));
@@ -332,11 +310,23 @@ impl Client {
     }
 
     /// Sends the reports in order, until one is not taken.
+    /// A report the server refuses as a client error (the action is gone) is dropped, not sent
+    /// again for ever in front of the others.
     fn flush(&mut self, fleet: &Fleet) {
         while let Some((url, json)) = self.unsent.front().cloned() {
-            if let Err(e) = self.send(fleet, "POST", &url, &json) {
-                warn!(error = %e, "fleet: a report was not taken; sending it again later");
-                return;
+            match self.exchange(fleet, "POST", &url, json.as_bytes()) {
+                Ok(r) if (200..300).contains(&r.status) => {}
+                Ok(r) if (400..500).contains(&r.status) && !matches!(r.status, 401 | 403 | 408 | 429) => {
+                    warn!(status = r.status, report = %without_query(&url), "fleet: the server refused a report; dropped");
+                }
+                Ok(r) => {
+                    warn!(status = r.status, "fleet: a report was not taken; sending it again later");
+                    return;
+                }
+                Err(e) => {
+                    warn!(error = %e, "fleet: a report was not taken; sending it again later");
+                    return;
+                }
             }
             self.unsent.pop_front();
         }
@@ -351,8 +341,25 @@ impl Client {
         self.request(fleet, method, href, json.as_bytes()).map(|_| ())
     }
 
-    /// One request to the server (never elsewhere: its token goes with it).
+    /// One request to the server; anything but a 2xx is an error in words.
     fn request(&self, fleet: &Fleet, method: &str, href: &str, body: &[u8]) -> Result<http::Response, String> {
+        let r = self.exchange(fleet, method, href, body)?;
+        match r.status {
+            200..=299 => Ok(r),
+            401 | 403 => Err(format!(
+                "{} refused the box ({}): check fleet.target_token or fleet.gateway_token",
+                fleet.label(),
+                r.status
+            )),
+            404 if method == "GET" && href == fleet.controller_path() => {
+                Err(format!("{} does not know the box as {:?} (404)", fleet.label(), fleet.controller_id))
+            }
+            s => Err(format!("{} answered {method} {} with {s}", fleet.label(), without_query(href))),
+        }
+    }
+
+    /// One exchange with the server (never elsewhere: its token goes with it), whatever its status.
+    fn exchange(&self, fleet: &Fleet, method: &str, href: &str, body: &[u8]) -> Result<http::Response, String> {
         let server = target(fleet, "");
         let to = server.resolve(href).ok_or_else(|| format!("the server's link {href:?} cannot be read"))?;
         if (to.host.as_str(), to.port) != (server.host.as_str(), server.port) {
@@ -366,19 +373,7 @@ impl Client {
         if let Some(a) = &auth {
             headers.push(("Authorization", a));
         }
-        let r = http::send(&to, &http::request_bytes(method, &to, &headers, body), TIMEOUT)?;
-        match r.status {
-            200..=299 => Ok(r),
-            401 | 403 => Err(format!(
-                "{} refused the box ({}): check fleet.target_token or fleet.gateway_token",
-                fleet.label(),
-                r.status
-            )),
-            404 if method == "GET" && href == fleet.controller_path() => {
-                Err(format!("{} does not know the box as {:?} (404)", fleet.label(), fleet.controller_id))
-            }
-            s => Err(format!("{} answered {method} {} with {s}", fleet.label(), to.path)),
-        }
+        http::send(&to, &http::request_bytes(method, &to, &headers, body), TIMEOUT)
     }
 
     /// The panel's view of where the client stands.
