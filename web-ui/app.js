@@ -104,7 +104,7 @@ async function loadFleet() {
   const parts = [];
   if (f.message) parts.push(f.message);
   if (f.downloaded) parts.push(`${Math.round(f.downloaded[0] / 1048576)} of ${f.downloaded[1] ? Math.round(f.downloaded[1] / 1048576) : '?'} MB`);
-  if (f.server) parts.push(`${f.server} knows this box as ${f.controller_id}; it runs ${f.version}`);
+  if (f.server) parts.push(`server ${f.server}, this box's id there ${f.controller_id}, running ${f.version}`);
   if (f.last_answer_unix) parts.push(`last answer ${new Date(f.last_answer_unix * 1000).toLocaleTimeString()}`);
   $('#fleet-detail').textContent = parts.join(' · ');
   $('#fleet-detail').hidden = parts.length === 0;

@@ -297,6 +297,7 @@ def main():
     args = ap.parse_args()
     args.telebridge = os.path.abspath(args.telebridge)
     args.helper = os.path.abspath("packaging/lib/helper")
+    os.makedirs("target", exist_ok=True)
     work = tempfile.mkdtemp(prefix="fleet-", dir=os.path.abspath("target"))
     print(f"work folder: {work}")
     simbin = os.path.join(work, "simbin")
