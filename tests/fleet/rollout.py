@@ -296,6 +296,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args()
     args.telebridge = os.path.abspath(args.telebridge)
+    args.venv = os.path.abspath(args.venv)
     args.helper = os.path.abspath("packaging/lib/helper")
     os.makedirs("target", exist_ok=True)
     work = tempfile.mkdtemp(prefix="fleet-", dir=os.path.abspath("target"))
