@@ -317,9 +317,14 @@ def main():
     try:
         boxes = [Box(i, work, args, gb.url, keys, simbin, on_air=(i == args.boxes - 1)) for i in range(args.boxes)]
         live_box = boxes[-1]
-        for b in boxes:
-            b.boot()
         names = [b.name for b in boxes]
+        # One box first: gooseBit 0.2.12 makes a board's record (Hardware) with get_or_create, and
+        # two boxes of a new board registering in the same instant make it twice, after which
+        # every request that reads it fails (MultipleObjectsReturned). Seen here with 50 at once.
+        boxes[0].boot()
+        wait_until("the first box registered", 60, boxes[:1], lambda: (gb.devices().get(names[0]) or {}).get("hardware"))
+        for b in boxes[1:]:
+            b.boot()
         t = wait_until("every box registered with its attributes", 120, boxes, lambda: all(
             (d := gb.devices().get(n)) and d.get("sw_version") == "0.1.0" and (d.get("hardware") or {}).get("model") == COMPATIBLE
             for n in names), every=2)
