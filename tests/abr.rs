@@ -174,8 +174,9 @@ fn default_encoder_into_slt(name: &str, trace: &str, seconds: u64, extra: &[&str
     let mut enc = Proc::spawn(cmd, &dir, "encoder");
     let status = enc.wait_timeout(Duration::from_secs(seconds + 40)).expect("the encoder stops after --duration");
     assert!(status.success(), "encoder: {}", std::fs::read_to_string(dir.join("encoder.stderr")).unwrap_or_default());
-    // The last stats record once the caller is gone.
-    std::thread::sleep(Duration::from_millis(1500));
+    // The last stats record, written once the caller is gone (a record every 500 ms until then).
+    let at_exit = size(&stats);
+    let _ = wait_for(Duration::from_secs(5), || size(&stats) > at_exit);
     let _ = slt.kill();
     let _ = slt.wait();
     drop(relay);

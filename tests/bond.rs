@@ -264,6 +264,7 @@ fn three_uplinks_by_interface_one_unplugged_and_back_keep_the_picture() {
     assert!(all_up.is_some(), "the three uplinks never all carried the stream: {:?}", relay_conns(&dir));
     lab.unplug(2);
     let unplugged_at = unix_ms();
+    // Eight seconds unplugged (the outage itself, not a wait for readiness).
     std::thread::sleep(Duration::from_secs(8));
     let while_down = carrying(2);
     lab.plug(2);

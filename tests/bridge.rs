@@ -76,6 +76,7 @@ fn two_boxes_pair_with_the_code_and_each_receives_the_others_picture_and_sound()
     // Tally (issue 58): both boxes live lights nothing; B's operator taking A's picture (B's cue)
     // lights A's tally LED (simulated GPIO) within 500 ms, and B's status says it takes A.
     let tally = |port: u16| get_json(port, "/api/sim/gpio")["leds"]["tally"] == true;
+    // A window in which neither tally may light (not a wait for readiness).
     std::thread::sleep(Duration::from_millis(1500));
     assert!(!tally(http_a) && !tally(http_b), "both live is not on air: A {}, B {}", tally(http_a), tally(http_b));
     let cued = Instant::now();
@@ -135,6 +136,7 @@ fn two_boxes_pair_with_the_code_and_each_receives_the_others_picture_and_sound()
     assert_eq!(status, 200, "{body}");
     let stopped = wait_for(Duration::from_secs(5), || {
         let before = frames_decoded(http_b);
+        // A window over which no frame may be decoded (not a wait for readiness).
         std::thread::sleep(Duration::from_millis(600));
         let p = get_json(http_b, "/api/pairing");
         p["paired"].is_null() && frames_decoded(http_b) == before
@@ -386,6 +388,7 @@ fn talk_both_ways(a: &NsBox, b: &NsBox) {
         if (4..16).contains(&step) {
             press(b, true);
         }
+        // The schedule's half-second steps (the scenario, not a wait for readiness).
         std::thread::sleep(Duration::from_millis(500));
         let (ta, tb) = (talk(a), talk(b));
         if let Some(lag) = tb["beep_lag_ms"].as_u64() {

@@ -332,6 +332,7 @@ fn whip_into_an_independent_server_and_back_after_it_restarts() {
     eprintln!("WHIP: 90 frames and 100 sound frames decoded {first:?} after the start: {}", whip_stats(port));
     server.signal("KILL");
     drop(server);
+    // The server away for 3 s (the outage itself, not a wait for readiness).
     std::thread::sleep(Duration::from_secs(3));
     let _server = whip_server(&dir, port, &cert, &key, "whip2");
     let back = wait_for(Duration::from_secs(30), || decoded(port, 60, 60));
