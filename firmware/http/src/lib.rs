@@ -202,13 +202,19 @@ fn connect(to: &Target, timeout: Duration) -> Result<gio::SocketConnection, Stri
     })
 }
 
-/// Sends one request and reads its response, within `timeout` for the connection and each read.
-pub fn send(to: &Target, request: &[u8], timeout: Duration) -> Result<Response, String> {
+/// Connects to `to` and writes `request`: the connection, and `host:port` for the errors.
+fn sent(to: &Target, request: &[u8], timeout: Duration) -> Result<(gio::SocketConnection, String), String> {
     let where_ = format!("{}:{}", to.host, to.port);
     let conn = connect(to, timeout)?;
     conn.output_stream()
         .write_all(request, gio::Cancellable::NONE)
         .map_err(|e| format!("cannot send to {where_}: {}", e.message()))?;
+    Ok((conn, where_))
+}
+
+/// Sends one request and reads its response, within `timeout` for the connection and each read.
+pub fn send(to: &Target, request: &[u8], timeout: Duration) -> Result<Response, String> {
+    let (conn, where_) = sent(to, request, timeout)?;
     let input = conn.input_stream();
     let mut got = Vec::new();
     let mut buf = vec![0u8; 16 * 1024];
@@ -263,11 +269,7 @@ pub fn download(
     stop: &dyn Fn() -> bool,
     sink: &mut dyn Sink,
 ) -> Result<Head, String> {
-    let where_ = format!("{}:{}", to.host, to.port);
-    let conn = connect(to, timeout)?;
-    conn.output_stream()
-        .write_all(request, gio::Cancellable::NONE)
-        .map_err(|e| format!("cannot send to {where_}: {}", e.message()))?;
+    let (conn, where_) = sent(to, request, timeout)?;
     let input = conn.input_stream();
     let mut buf = vec![0u8; 64 * 1024];
     let mut got = Vec::new();
