@@ -316,7 +316,7 @@ impl Client {
         while let Some((url, json)) = self.unsent.front().cloned() {
             match self.exchange(fleet, "POST", &url, json.as_bytes()) {
                 Ok(r) if (200..300).contains(&r.status) => {}
-                Ok(r) if (400..500).contains(&r.status) && !matches!(r.status, 401 | 403 | 408 | 429) => {
+                Ok(r) if refused_for_good(r.status) => {
                     warn!(status = r.status, report = %without_query(&url), "fleet: the server refused a report; dropped");
                 }
                 Ok(r) => {
@@ -416,6 +416,27 @@ fn target(fleet: &Fleet, path: &str) -> Target {
     }
 }
 
+/// Whether a report answered `status` will never be taken, however often it is sent: a client
+/// error, but for the token (fixed by the operator), a timeout and too many requests.
+fn refused_for_good(status: u16) -> bool {
+    (400..500).contains(&status) && !matches!(status, 401 | 403 | 408 | 429)
+}
+
 fn without_query(href: &str) -> &str {
     href.split(['?', '#']).next().unwrap_or(href)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_is_dropped_only_when_the_server_will_never_take_it() {
+        for gone in [400, 404, 409, 410, 422] {
+            assert!(refused_for_good(gone), "{gone}");
+        }
+        for again in [200, 401, 403, 408, 429, 500, 502, 503] {
+            assert!(!refused_for_good(again), "{again}");
+        }
+    }
 }
